@@ -1,0 +1,27 @@
+package handlers
+
+import (
+	"net/http"
+
+	"github.com/go-chi/chi/v5"
+)
+
+// routes lists every route of the service on one screen.
+func (s *server) routes() http.Handler {
+	r := chi.NewRouter()
+	r.Use(s.requestID, s.recoverer, s.instrument)
+	r.NotFound(s.notFound)
+	r.MethodNotAllowed(s.methodNotAllowed)
+
+	r.Get("/healthz", s.handleHealthz)
+	r.Get("/readyz", s.handleReadyz)
+	r.Get("/metrics", s.handleMetrics)
+	r.Get("/openapi.yaml", s.handleOpenAPI)
+
+	r.Get("/v1/models", s.handleModels)
+	r.Post("/v1/sample", s.handleSample)
+	r.Post("/v1/sample/schema", s.handleSampleSchema)
+	r.Post("/v1/sample/tools", s.handleSampleTools)
+	r.Post("/v1/messages", s.handleMessages)
+	return r
+}

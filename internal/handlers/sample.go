@@ -1,0 +1,120 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+
+	"github.com/sampled/sampled/internal/sampler"
+)
+
+// sampleBody is the body of POST /v1/sample and its guaranteed helpers.
+type sampleBody struct {
+	Prompt           *string                   `json:"prompt"`
+	Messages         []json.RawMessage         `json:"messages"`
+	SystemPrompt     string                    `json:"systemPrompt"`
+	MaxTokens        *int                      `json:"maxTokens"`
+	Temperature      *float64                  `json:"temperature"`
+	StopSequences    []string                  `json:"stopSequences"`
+	Metadata         json.RawMessage           `json:"metadata"`
+	ModelPreferences *sampler.ModelPreferences `json:"modelPreferences"`
+	Model            string                    `json:"model"`
+	Schema           json.RawMessage           `json:"schema"`
+	Tools            []sampler.Tool            `json:"tools"`
+	ToolChoice       *sampler.ToolChoice       `json:"toolChoice"`
+	// ToolChoiceDraft is the draft spelling, accepted on input.
+	ToolChoiceDraft *sampler.ToolChoice `json:"tool_choice"`
+	Retries         *int                `json:"retries"`
+}
+
+// params checks the body's own rules and converts it for the domain.
+func (b *sampleBody) params(defaultMaxTokens int, endpoint string) (*sampler.Params, error) {
+	var errs []sampler.FieldError
+	add := func(path, format string, args ...any) {
+		errs = append(errs, sampler.FieldError{Path: path, Message: fmt.Sprintf(format, args...)})
+	}
+	switch {
+	case b.Prompt == nil && b.Messages == nil:
+		add("/prompt", "give either prompt or messages")
+	case b.Prompt != nil && b.Messages != nil:
+		add("/prompt", "give either prompt or messages, not both")
+	case b.Prompt != nil && *b.Prompt == "":
+		add("/prompt", "prompt must not be empty")
+	}
+	if b.ToolChoice != nil && b.ToolChoiceDraft != nil {
+		add("/tool_choice", "give toolChoice or tool_choice, not both")
+	}
+	if len(b.Schema) > 0 && string(b.Schema) == "null" {
+		b.Schema = nil
+	}
+	p := &sampler.Params{
+		Request: sampler.Request{
+			SystemPrompt:  b.SystemPrompt,
+			MaxTokens:     defaultMaxTokens,
+			Temperature:   b.Temperature,
+			StopSequences: b.StopSequences,
+			Metadata:      b.Metadata,
+			Schema:        b.Schema,
+			Tools:         b.Tools,
+			ToolChoice:    b.ToolChoice,
+		},
+		ModelSpec:        b.Model,
+		ModelPreferences: b.ModelPreferences,
+		Retries:          b.Retries,
+		Endpoint:         endpoint,
+	}
+	if b.MaxTokens != nil {
+		p.MaxTokens = *b.MaxTokens
+	}
+	if p.ToolChoice == nil {
+		p.ToolChoice = b.ToolChoiceDraft
+	}
+	if b.Prompt != nil {
+		p.Messages = []sampler.Message{{Role: sampler.RoleUser, Content: []sampler.Content{sampler.TextBlock(*b.Prompt)}}}
+	}
+	if b.Messages != nil {
+		msgs, err := sampler.DecodeMessages(b.Messages)
+		if err != nil {
+			errs = append(errs, err.(*sampler.InvalidError).Errors...)
+		}
+		p.Messages = msgs
+	}
+	if len(errs) > 0 {
+		return nil, &sampler.InvalidError{Detail: errs[0].Path + ": " + errs[0].Message, Errors: errs}
+	}
+	return p, nil
+}
+
+type sampleFunc func(ctx context.Context, p *sampler.Params) (*sampler.Result, error)
+
+func (s *server) serveSample(w http.ResponseWriter, r *http.Request, endpoint string, run sampleFunc) {
+	var body sampleBody
+	if err := s.decodeBody(w, r, &body, true); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	p, err := body.params(s.sampler.DefaultMaxTokens(), endpoint)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	res, err := run(r.Context(), p)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	s.writeJSON(w, http.StatusOK, res)
+}
+
+func (s *server) handleSample(w http.ResponseWriter, r *http.Request) {
+	s.serveSample(w, r, "sample", s.sampler.Sample)
+}
+
+func (s *server) handleSampleSchema(w http.ResponseWriter, r *http.Request) {
+	s.serveSample(w, r, "sample_schema", s.sampler.SampleSchema)
+}
+
+func (s *server) handleSampleTools(w http.ResponseWriter, r *http.Request) {
+	s.serveSample(w, r, "sample_tools", s.sampler.SampleTools)
+}

@@ -1,0 +1,302 @@
+// Package handlers is the HTTP layer of sampled: routes, request decoding,
+// RFC 9457 problems and the mapping of domain errors to statuses.
+package handlers
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/sampled/sampled/api"
+	"github.com/sampled/sampled/internal/metrics"
+	"github.com/sampled/sampled/internal/sampler"
+)
+
+// Config holds the dependencies of the HTTP layer. Zero values mean the
+// documented defaults.
+type Config struct {
+	Sampler *sampler.Service
+	// Metrics nil records nothing.
+	Metrics *metrics.Metrics
+	// Gatherer serves GET /metrics; nil serves an empty registry.
+	Gatherer prometheus.Gatherer
+	// Logger nil discards logs.
+	Logger *slog.Logger
+	// MaxBodyBytes bounds request bodies; 0 means 4 MiB.
+	MaxBodyBytes int64
+	// Ready reports whether dependencies are reachable; nil means ready.
+	Ready func(ctx context.Context) error
+}
+
+type server struct {
+	sampler  *sampler.Service
+	metrics  *metrics.Metrics
+	gatherer prometheus.Gatherer
+	log      *slog.Logger
+	maxBody  int64
+	ready    func(ctx context.Context) error
+}
+
+// New returns the service's HTTP handler.
+func New(c Config) http.Handler {
+	s := &server{sampler: c.Sampler, metrics: c.Metrics, gatherer: c.Gatherer, log: c.Logger, maxBody: c.MaxBodyBytes, ready: c.Ready}
+	if s.metrics == nil {
+		s.metrics = metrics.New(nil)
+	}
+	if s.gatherer == nil {
+		s.gatherer = prometheus.NewRegistry()
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.maxBody <= 0 {
+		s.maxBody = 4 << 20
+	}
+	return s.routes()
+}
+
+type ctxKey int
+
+const requestIDKey ctxKey = iota
+
+func requestID(ctx context.Context) string {
+	id, _ := ctx.Value(requestIDKey).(string)
+	return id
+}
+
+// requestID takes a well-formed X-Request-ID from the client or makes one,
+// and returns it as a response header.
+func (s *server) requestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("X-Request-ID")
+		if id == "" || len(id) > 128 || strings.ContainsFunc(id, func(c rune) bool { return c < 0x21 || c > 0x7e }) {
+			var b [8]byte
+			_, _ = rand.Read(b[:])
+			id = hex.EncodeToString(b[:])
+		}
+		w.Header().Set("X-Request-ID", id)
+		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)))
+	})
+}
+
+func (s *server) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				s.writeError(w, r, fmt.Errorf("panic: %v", v))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// instrument records request counts and durations by route pattern and
+// logs each request.
+func (s *server) instrument(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		sw := &statusWriter{ResponseWriter: w}
+		next.ServeHTTP(sw, r)
+		route := chi.RouteContext(r.Context()).RoutePattern()
+		if route == "" {
+			route = "unmatched"
+		}
+		if sw.status == 0 {
+			sw.status = http.StatusOK
+		}
+		d := time.Since(start)
+		s.metrics.HTTPRequests.WithLabelValues(route, r.Method, strconv.Itoa(sw.status)).Inc()
+		s.metrics.HTTPDuration.WithLabelValues(route, r.Method).Observe(d.Seconds())
+		s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
+			slog.String("requestId", requestID(r.Context())), slog.String("method", r.Method),
+			slog.String("route", route), slog.Int("status", sw.status), slog.Duration("duration", d))
+	})
+}
+
+func (s *server) notFound(w http.ResponseWriter, r *http.Request) {
+	s.writeProblem(w, r, Problem{Type: problemBase + "not-found", Title: "Not found", Status: http.StatusNotFound,
+		Detail: "no route for " + r.URL.Path + "; GET /openapi.yaml lists the routes"})
+}
+
+func (s *server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	s.writeProblem(w, r, Problem{Type: problemBase + "method-not-allowed", Title: "Method not allowed",
+		Status: http.StatusMethodNotAllowed, Detail: r.Method + " is not allowed on " + r.URL.Path})
+}
+
+// decodeBody reads a JSON body of at most maxBody bytes into dst. With
+// strict set, unknown members are errors.
+func (s *server) decodeBody(w http.ResponseWriter, r *http.Request, dst any, strict bool) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+			return &bodyError{status: http.StatusUnsupportedMediaType, slug: "unsupported-media-type",
+				title: "Unsupported media type", detail: "send the body as application/json"}
+		}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return &bodyError{status: http.StatusRequestEntityTooLarge, slug: "body-too-large", title: "Request body too large",
+				detail: fmt.Sprintf("the body exceeds %d bytes", s.maxBody)}
+		}
+		return fmt.Errorf("read body: %w", err)
+	}
+	dec := json.NewDecoder(strings.NewReader(string(body)))
+	if strict {
+		dec.DisallowUnknownFields()
+	}
+	if err := dec.Decode(dst); err != nil {
+		return jsonError(err)
+	}
+	if dec.More() {
+		return badJSON("/", "the body holds more than one JSON value")
+	}
+	return nil
+}
+
+func badJSON(path, msg string) error {
+	return &bodyError{status: http.StatusBadRequest, slug: "invalid-request", title: "Invalid request",
+		detail: path + ": " + msg, errors: []sampler.FieldError{{Path: path, Message: msg}}}
+}
+
+// jsonError turns a decoding error into a 400 naming the path.
+func jsonError(err error) error {
+	var (
+		syn *json.SyntaxError
+		typ *json.UnmarshalTypeError
+		pe  *sampler.PathError
+		inv *sampler.InvalidError
+	)
+	switch {
+	case errors.As(err, &inv):
+		return inv
+	case errors.As(err, &syn):
+		return badJSON("/", fmt.Sprintf("the body is not valid JSON (at byte %d)", syn.Offset))
+	case errors.As(err, &typ):
+		return badJSON(dotsToPointer(typ.Field), fmt.Sprintf("must be %s, not %s", jsonKind(typ.Type.Kind().String()), typ.Value))
+	case errors.As(err, &pe):
+		return badJSON(pe.Path, pe.Message)
+	case errors.Is(err, io.EOF):
+		return badJSON("/", "the body is empty; send a JSON object")
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return badJSON("/"+name, fmt.Sprintf("unknown member %q", name))
+	default:
+		return badJSON("/", err.Error())
+	}
+}
+
+func jsonKind(k string) string {
+	switch k {
+	case "int", "int64", "float64":
+		return "a number"
+	case "string":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	case "slice":
+		return "an array"
+	case "map", "struct", "ptr":
+		return "an object"
+	}
+	return "a " + k
+}
+
+func dotsToPointer(field string) string {
+	if field == "" {
+		return "/"
+	}
+	return "/" + strings.ReplaceAll(field, ".", "/")
+}
+
+func (s *server) writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func (s *server) handleHealthz(w http.ResponseWriter, r *http.Request) {
+	s.writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+}
+
+func (s *server) handleReadyz(w http.ResponseWriter, r *http.Request) {
+	if s.ready != nil {
+		if err := s.ready(r.Context()); err != nil {
+			s.writeProblem(w, r, Problem{Type: problemBase + "not-ready", Title: "Not ready", Status: http.StatusServiceUnavailable, Detail: err.Error()})
+			return
+		}
+	}
+	s.writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+}
+
+func (s *server) handleMetrics(w http.ResponseWriter, r *http.Request) {
+	promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{}).ServeHTTP(w, r)
+}
+
+func (s *server) handleOpenAPI(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/yaml")
+	_, _ = w.Write(api.Spec())
+}
+
+// modelInfo is one entry of GET /v1/models.
+type modelInfo struct {
+	ID           string   `json:"id"`
+	Provider     string   `json:"provider"`
+	Name         string   `json:"name"`
+	Aliases      []string `json:"aliases,omitempty"`
+	Cost         float64  `json:"cost"`
+	Speed        float64  `json:"speed"`
+	Intelligence float64  `json:"intelligence"`
+	Fallbacks    []string `json:"fallbacks,omitempty"`
+	Default      bool     `json:"default"`
+}
+
+func (s *server) handleModels(w http.ResponseWriter, r *http.Request) {
+	cat := s.sampler.Catalog()
+	def := cat.Default().ID()
+	var out []modelInfo
+	for _, m := range cat.Models() {
+		out = append(out, modelInfo{ID: m.ID(), Provider: m.Provider, Name: m.Name, Aliases: m.Aliases, Cost: m.Cost,
+			Speed: m.Speed, Intelligence: m.Intelligence, Fallbacks: m.Fallbacks, Default: m.ID() == def})
+	}
+	s.writeJSON(w, http.StatusOK, map[string]any{"models": out, "default": def})
+}

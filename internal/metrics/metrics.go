@@ -1,0 +1,88 @@
+// Package metrics defines sampled's Prometheus collectors. They are created
+// by New and registered on the Registerer it is given; nothing is global.
+package metrics
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics holds every collector sampled exports. Label values are bounded by
+// their callers: routes are chi route patterns, models and providers are
+// configured names or "other".
+type Metrics struct {
+	HTTPRequests        *prometheus.CounterVec   // route, method, code
+	HTTPDuration        *prometheus.HistogramVec // route, method
+	Samples             *prometheus.CounterVec   // endpoint, mode, provider, model, outcome
+	ValidationFailures  *prometheus.CounterVec   // method, kind
+	ValidationRetries   *prometheus.CounterVec   // method
+	ValidationExhausted *prometheus.CounterVec   // method
+	UpstreamRetries     *prometheus.CounterVec   // provider, reason
+	UpstreamDuration    *prometheus.HistogramVec // provider, model, outcome
+	Tokens              *prometheus.CounterVec   // provider, model, type
+	GatewayOverhead     prometheus.Histogram
+}
+
+// Validation failure kinds, the values of the kind label.
+const (
+	KindInvalidJSON      = "invalid_json"
+	KindSchemaMismatch   = "schema_mismatch"
+	KindNoToolCall       = "no_tool_call"
+	KindUnknownTool      = "unknown_tool"
+	KindInvalidArguments = "invalid_arguments"
+)
+
+// New creates the collectors and registers them on reg. A nil reg creates
+// unregistered collectors (for tests that do not read them).
+func New(reg prometheus.Registerer) *Metrics {
+	m := &Metrics{
+		HTTPRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sampled_http_requests_total",
+			Help: "HTTP requests served, by route pattern, method and status code.",
+		}, []string{"route", "method", "code"}),
+		HTTPDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "sampled_http_request_duration_seconds",
+			Help:    "Time to serve an HTTP request, by route pattern and method (streams excluded).",
+			Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300},
+		}, []string{"route", "method"}),
+		Samples: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sampled_samples_total",
+			Help: "Sampling requests by endpoint, mode, provider, model and outcome.",
+		}, []string{"endpoint", "mode", "provider", "model", "outcome"}),
+		ValidationFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sampled_validation_failures_total",
+			Help: "Model outputs that failed validation, by method and kind.",
+		}, []string{"method", "kind"}),
+		ValidationRetries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sampled_validation_retries_total",
+			Help: "Corrective retries sent by the guaranteed helpers.",
+		}, []string{"method"}),
+		ValidationExhausted: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sampled_sample_validation_errors_total",
+			Help: "Guaranteed-helper requests that ran out of attempts (answered 422).",
+		}, []string{"method"}),
+		UpstreamRetries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sampled_upstream_retries_total",
+			Help: "Upstream calls retried, by provider and reason.",
+		}, []string{"provider", "reason"}),
+		UpstreamDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "sampled_upstream_request_duration_seconds",
+			Help:    "Duration of one upstream model call, by provider, model and outcome.",
+			Buckets: []float64{0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92, 163.84, 300},
+		}, []string{"provider", "model", "outcome"}),
+		Tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sampled_tokens_total",
+			Help: "Tokens used, by provider, model and type (input, output).",
+		}, []string{"provider", "model", "type"}),
+		GatewayOverhead: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "sampled_gateway_overhead_seconds",
+			Help:    "Time a sampling request spends in sampled itself, upstream calls excluded.",
+			Buckets: []float64{0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1},
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.HTTPRequests, m.HTTPDuration, m.Samples, m.ValidationFailures,
+			m.ValidationRetries, m.ValidationExhausted, m.UpstreamRetries, m.UpstreamDuration,
+			m.Tokens, m.GatewayOverhead)
+	}
+	return m
+}

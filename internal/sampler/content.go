@@ -1,0 +1,437 @@
+package sampler
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+)
+
+// Role is the author of a message: RoleUser or RoleAssistant.
+type Role string
+
+// The two roles of MCP's SamplingMessage.
+const (
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+)
+
+// Content block types of MCP 2025-11-25. Tool results may also carry
+// BlockResourceLink and BlockResource blocks.
+const (
+	BlockText         = "text"
+	BlockImage        = "image"
+	BlockAudio        = "audio"
+	BlockToolUse      = "tool_use"
+	BlockToolResult   = "tool_result"
+	BlockResourceLink = "resource_link"
+	BlockResource     = "resource"
+)
+
+// Stop reasons of MCP's CreateMessageResult. Providers may report their own
+// string when nothing maps.
+const (
+	StopEndTurn      = "endTurn"
+	StopStopSequence = "stopSequence"
+	StopMaxTokens    = "maxTokens"
+	StopToolUse      = "toolUse"
+	StopRefusal      = "refusal"
+	StopOther        = "other"
+)
+
+// Content is one MCP content block. Type selects which fields are meaningful:
+// text uses Text; image and audio use Data and MIMEType; tool_use uses ID,
+// Name and Input; tool_result uses ToolUseID, Content, StructuredContent and
+// IsError. Members this type does not model (annotations of resource links,
+// embedded resources, future fields) are kept in Extra so that a block
+// round-trips without loss.
+type Content struct {
+	Type string
+
+	Text string
+
+	Data     string
+	MIMEType string
+
+	ID    string
+	Name  string
+	Input json.RawMessage
+
+	ToolUseID         string
+	Content           []Content
+	StructuredContent json.RawMessage
+	IsError           *bool
+
+	Annotations json.RawMessage
+	Meta        json.RawMessage
+	// Extra holds every other member by name, as it was received.
+	Extra map[string]json.RawMessage
+}
+
+// TextBlock returns a text content block.
+func TextBlock(s string) Content { return Content{Type: BlockText, Text: s} }
+
+// knownMember reports whether Content models the member k itself.
+func knownMember(k string) bool {
+	switch k {
+	case "type", "text", "data", "mimeType", "id", "name", "input", "toolUseId",
+		"content", "structuredContent", "isError", "annotations", "_meta":
+		return true
+	}
+	return false
+}
+
+// UnmarshalJSON decodes one block, keeping unmodelled members in Extra.
+func (c *Content) UnmarshalJSON(b []byte) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return fmt.Errorf("content block must be an object")
+	}
+	*c = Content{}
+	var err error
+	str := func(key string, dst *string) {
+		if v, ok := m[key]; ok && err == nil {
+			if e := json.Unmarshal(v, dst); e != nil {
+				err = fmt.Errorf("%s must be a string", key)
+			}
+		}
+	}
+	str("type", &c.Type)
+	str("text", &c.Text)
+	str("data", &c.Data)
+	str("mimeType", &c.MIMEType)
+	str("id", &c.ID)
+	str("name", &c.Name)
+	str("toolUseId", &c.ToolUseID)
+	if err != nil {
+		return err
+	}
+	if c.Type == "" {
+		return fmt.Errorf("content block needs a type")
+	}
+	c.Input = m["input"]
+	c.StructuredContent = m["structuredContent"]
+	c.Annotations = m["annotations"]
+	c.Meta = m["_meta"]
+	if v, ok := m["content"]; ok {
+		if c.Type != BlockToolResult {
+			// Only tool results nest content; keep it verbatim for others.
+			c.setExtra("content", v)
+		} else if err := json.Unmarshal(v, &c.Content); err != nil {
+			return fmt.Errorf("tool_result content: %w", err)
+		}
+	}
+	if v, ok := m["isError"]; ok {
+		var b bool
+		if err := json.Unmarshal(v, &b); err != nil {
+			return fmt.Errorf("isError must be a boolean")
+		}
+		c.IsError = &b
+	}
+	for k, v := range m {
+		if !knownMember(k) {
+			c.setExtra(k, v)
+		}
+	}
+	return nil
+}
+
+func (c *Content) setExtra(k string, v json.RawMessage) {
+	if c.Extra == nil {
+		c.Extra = map[string]json.RawMessage{}
+	}
+	c.Extra[k] = v
+}
+
+// MarshalJSON encodes the block with the members its type requires.
+func (c Content) MarshalJSON() ([]byte, error) {
+	var buf bytes.Buffer
+	buf.WriteByte('{')
+	first := true
+	put := func(k string, v any) error {
+		if !first {
+			buf.WriteByte(',')
+		}
+		first = false
+		kb, _ := json.Marshal(k)
+		buf.Write(kb)
+		buf.WriteByte(':')
+		if raw, ok := v.(json.RawMessage); ok {
+			buf.Write(raw)
+			return nil
+		}
+		vb, err := json.Marshal(v)
+		if err != nil {
+			return err
+		}
+		buf.Write(vb)
+		return nil
+	}
+	if err := put("type", c.Type); err != nil {
+		return nil, err
+	}
+	var err error
+	switch c.Type {
+	case BlockText:
+		err = put("text", c.Text)
+	case BlockImage, BlockAudio:
+		if err = put("data", c.Data); err == nil {
+			err = put("mimeType", c.MIMEType)
+		}
+	case BlockToolUse:
+		input := c.Input
+		if len(input) == 0 {
+			input = json.RawMessage("{}")
+		}
+		if err = put("id", c.ID); err == nil {
+			if err = put("name", c.Name); err == nil {
+				err = put("input", input)
+			}
+		}
+	case BlockToolResult:
+		blocks := c.Content
+		if blocks == nil {
+			blocks = []Content{}
+		}
+		if err = put("toolUseId", c.ToolUseID); err == nil {
+			err = put("content", blocks)
+		}
+		if err == nil && len(c.StructuredContent) > 0 {
+			err = put("structuredContent", c.StructuredContent)
+		}
+		if err == nil && c.IsError != nil {
+			err = put("isError", *c.IsError)
+		}
+	default:
+		// Other block types (resource_link, resource) carry their modelled
+		// string members only when set.
+		for _, kv := range []struct{ k, v string }{{"text", c.Text}, {"data", c.Data}, {"mimeType", c.MIMEType}, {"id", c.ID}, {"name", c.Name}} {
+			if kv.v != "" && err == nil {
+				err = put(kv.k, kv.v)
+			}
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	if len(c.Annotations) > 0 {
+		_ = put("annotations", c.Annotations)
+	}
+	if len(c.Meta) > 0 {
+		_ = put("_meta", c.Meta)
+	}
+	keys := make([]string, 0, len(c.Extra))
+	for k := range c.Extra {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		_ = put(k, c.Extra[k])
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+// Message is MCP's SamplingMessage. On input Content may be one block or an
+// array; a message that arrived with one bare block is written back the same
+// way.
+type Message struct {
+	Role    Role
+	Content []Content
+	Meta    json.RawMessage
+	single  bool
+}
+
+type messageWire struct {
+	Role    Role            `json:"role"`
+	Content json.RawMessage `json:"content"`
+	Meta    json.RawMessage `json:"_meta,omitempty"`
+}
+
+// UnmarshalJSON accepts content as one block or an array of blocks.
+func (m *Message) UnmarshalJSON(b []byte) error {
+	var w messageWire
+	if err := json.Unmarshal(b, &w); err != nil {
+		return &PathError{Path: "", Message: "a message must be an object with role and content"}
+	}
+	if len(w.Content) == 0 {
+		return &PathError{Path: "/content", Message: "content is required"}
+	}
+	blocks, single, err := decodeBlocks(w.Content)
+	if err != nil {
+		return err
+	}
+	*m = Message{Role: w.Role, Content: blocks, Meta: w.Meta, single: single}
+	return nil
+}
+
+// MarshalJSON writes content as an array, or as a bare block when the
+// message was received that way.
+func (m Message) MarshalJSON() ([]byte, error) {
+	content, err := encodeBlocks(m.Content, m.single)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(messageWire{Role: m.Role, Content: content, Meta: m.Meta})
+}
+
+// decodeBlocks reads one block or an array of blocks.
+func decodeBlocks(raw json.RawMessage) ([]Content, bool, error) {
+	raw = bytes.TrimSpace(raw)
+	switch {
+	case len(raw) == 0 || bytes.Equal(raw, []byte("null")):
+		return nil, false, nil
+	case raw[0] == '[':
+		var items []json.RawMessage
+		if err := json.Unmarshal(raw, &items); err != nil {
+			return nil, false, &PathError{Path: "/content", Message: "content must be a block or an array of blocks"}
+		}
+		blocks := make([]Content, len(items))
+		for i, item := range items {
+			if err := json.Unmarshal(item, &blocks[i]); err != nil {
+				return nil, false, &PathError{Path: fmt.Sprintf("/content/%d", i), Message: err.Error()}
+			}
+		}
+		return blocks, false, nil
+	default:
+		var c Content
+		if err := json.Unmarshal(raw, &c); err != nil {
+			return nil, false, &PathError{Path: "/content", Message: err.Error()}
+		}
+		return []Content{c}, true, nil
+	}
+}
+
+// PathError is a decoding error at a JSON Pointer path relative to the
+// value being decoded.
+type PathError struct {
+	Path    string
+	Message string
+}
+
+func (e *PathError) Error() string { return e.Path + ": " + e.Message }
+
+// encodeBlocks writes one bare block when single is set and there is exactly
+// one block, else an array.
+func encodeBlocks(blocks []Content, single bool) (json.RawMessage, error) {
+	if single && len(blocks) == 1 {
+		return json.Marshal(blocks[0])
+	}
+	if blocks == nil {
+		blocks = []Content{}
+	}
+	return json.Marshal(blocks)
+}
+
+// Tool is MCP's Tool definition. InputSchema is a JSON Schema object.
+type Tool struct {
+	Name         string          `json:"name"`
+	Title        string          `json:"title,omitempty"`
+	Description  string          `json:"description,omitempty"`
+	InputSchema  json.RawMessage `json:"inputSchema"`
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	Annotations  json.RawMessage `json:"annotations,omitempty"`
+	Icons        json.RawMessage `json:"icons,omitempty"`
+	Execution    json.RawMessage `json:"execution,omitempty"`
+	Meta         json.RawMessage `json:"_meta,omitempty"`
+}
+
+// Tool choice modes. ToolChoiceTool is an extension of MCP that forces the
+// tool named in ToolChoice.Name.
+const (
+	ToolChoiceAuto     = "auto"
+	ToolChoiceRequired = "required"
+	ToolChoiceNone     = "none"
+	ToolChoiceTool     = "tool"
+)
+
+// ToolChoice is MCP's ToolChoice plus the {mode:"tool", name} extension. A nil
+// *ToolChoice means auto. On input the string shorthand ("auto") is accepted.
+type ToolChoice struct {
+	Mode string `json:"mode,omitempty"`
+	Name string `json:"name,omitempty"`
+}
+
+// UnmarshalJSON accepts {"mode":...} or the string shorthand.
+func (tc *ToolChoice) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err == nil {
+		*tc = ToolChoice{Mode: s}
+		return nil
+	}
+	type plain ToolChoice
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return fmt.Errorf("toolChoice must be a string or an object with mode")
+	}
+	*tc = ToolChoice(p)
+	return nil
+}
+
+// EffectiveMode returns the mode, defaulting to auto.
+func (tc *ToolChoice) EffectiveMode() string {
+	if tc == nil || tc.Mode == "" {
+		return ToolChoiceAuto
+	}
+	return tc.Mode
+}
+
+// ModelHint is MCP's ModelHint.
+type ModelHint struct {
+	Name string `json:"name,omitempty"`
+}
+
+// ModelPreferences is MCP's ModelPreferences. Nil priorities are unset.
+type ModelPreferences struct {
+	Hints                []ModelHint `json:"hints,omitempty"`
+	CostPriority         *float64    `json:"costPriority,omitempty"`
+	SpeedPriority        *float64    `json:"speedPriority,omitempty"`
+	IntelligencePriority *float64    `json:"intelligencePriority,omitempty"`
+}
+
+// ToolCall is a tool_use block of a result, in the shape the REST API returns.
+type ToolCall struct {
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// Usage counts tokens of one or more model calls.
+type Usage struct {
+	InputTokens  int `json:"inputTokens"`
+	OutputTokens int `json:"outputTokens"`
+}
+
+// Add returns the sum of two usages.
+func (u Usage) Add(v Usage) Usage {
+	return Usage{InputTokens: u.InputTokens + v.InputTokens, OutputTokens: u.OutputTokens + v.OutputTokens}
+}
+
+// TextOf joins the text blocks of content with newlines.
+func TextOf(content []Content) string {
+	var buf bytes.Buffer
+	for _, c := range content {
+		if c.Type == BlockText {
+			if buf.Len() > 0 {
+				buf.WriteByte('\n')
+			}
+			buf.WriteString(c.Text)
+		}
+	}
+	return buf.String()
+}
+
+// ToolCallsOf returns the tool_use blocks of content as tool calls.
+func ToolCallsOf(content []Content) []ToolCall {
+	var calls []ToolCall
+	for _, c := range content {
+		if c.Type == BlockToolUse {
+			args := c.Input
+			if len(args) == 0 {
+				args = json.RawMessage("{}")
+			}
+			calls = append(calls, ToolCall{ID: c.ID, Name: c.Name, Arguments: args})
+		}
+	}
+	return calls
+}

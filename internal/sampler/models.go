@@ -1,0 +1,166 @@
+package sampler
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ErrUnknownModel is returned for a model that is neither a configured
+// "provider/model" ID nor an alias.
+var ErrUnknownModel = errors.New("unknown model")
+
+// Model is one configured model. Scores are in [0,1], higher is better:
+// Cost 1 is the cheapest, Speed 1 the fastest, Intelligence 1 the most able.
+type Model struct {
+	// Provider is the provider's name; Name its own model name. The model's
+	// ID is "Provider/Name".
+	Provider     string   `json:"provider"`
+	Name         string   `json:"name"`
+	Aliases      []string `json:"aliases,omitempty"`
+	Cost         float64  `json:"cost"`
+	Speed        float64  `json:"speed"`
+	Intelligence float64  `json:"intelligence"`
+	// Fallbacks are model IDs tried, in order, when this one fails upstream.
+	Fallbacks []string `json:"fallbacks,omitempty"`
+}
+
+// ID returns "provider/name".
+func (m Model) ID() string { return m.Provider + "/" + m.Name }
+
+// Catalog is the set of configured models and the rules that choose one for
+// a request. Build it with NewCatalog; it is immutable afterwards.
+type Catalog struct {
+	models  []Model
+	byID    map[string]int
+	aliases map[string]int
+	def     int
+}
+
+// NewCatalog checks and indexes models. defaultID names the default model
+// (an ID or alias); empty means the first model.
+func NewCatalog(models []Model, defaultID string) (*Catalog, error) {
+	if len(models) == 0 {
+		return nil, errors.New("catalog: no models")
+	}
+	c := &Catalog{models: models, byID: map[string]int{}, aliases: map[string]int{}}
+	for i, m := range models {
+		if m.Provider == "" || m.Name == "" {
+			return nil, fmt.Errorf("catalog: models[%d]: provider and name are required", i)
+		}
+		if _, dup := c.byID[m.ID()]; dup {
+			return nil, fmt.Errorf("catalog: model %q listed twice", m.ID())
+		}
+		c.byID[m.ID()] = i
+		for _, a := range m.Aliases {
+			if _, dup := c.aliases[a]; dup {
+				return nil, fmt.Errorf("catalog: alias %q used twice", a)
+			}
+			c.aliases[a] = i
+		}
+	}
+	for _, m := range models {
+		for _, f := range m.Fallbacks {
+			if _, ok := c.lookup(f); !ok {
+				return nil, fmt.Errorf("catalog: model %q: fallback %q is not configured", m.ID(), f)
+			}
+		}
+	}
+	if defaultID != "" {
+		i, ok := c.lookup(defaultID)
+		if !ok {
+			return nil, fmt.Errorf("catalog: default model %q is not configured", defaultID)
+		}
+		c.def = i
+	}
+	return c, nil
+}
+
+func (c *Catalog) lookup(spec string) (int, bool) {
+	if i, ok := c.byID[spec]; ok {
+		return i, true
+	}
+	i, ok := c.aliases[spec]
+	return i, ok
+}
+
+// Models returns the configured models in configuration order.
+func (c *Catalog) Models() []Model { return append([]Model(nil), c.models...) }
+
+// Default returns the default model.
+func (c *Catalog) Default() Model { return c.models[c.def] }
+
+// Lookup finds a model by ID or alias.
+func (c *Catalog) Lookup(spec string) (Model, error) {
+	i, ok := c.lookup(spec)
+	if !ok {
+		return Model{}, fmt.Errorf("%w %q", ErrUnknownModel, spec)
+	}
+	return c.models[i], nil
+}
+
+// Known reports whether id is a configured model ID; metrics use it to
+// bound the model label.
+func (c *Catalog) Known(id string) bool {
+	_, ok := c.byID[id]
+	return ok
+}
+
+// Select chooses the model for a request. An explicit spec wins; otherwise
+// the hints of prefs are tried in order, each a substring of configured model
+// IDs, and the first hint that matches picks among its matches by the
+// priorities; with no matching hint the priorities pick among all models;
+// with no priorities either, the default. Ties go to the model configured
+// first.
+func (c *Catalog) Select(spec string, prefs *ModelPreferences) (Model, error) {
+	if spec != "" {
+		return c.Lookup(spec)
+	}
+	if prefs == nil {
+		return c.Default(), nil
+	}
+	for _, h := range prefs.Hints {
+		name := strings.ToLower(h.Name)
+		if name == "" {
+			continue
+		}
+		var matches []int
+		for i, m := range c.models {
+			if strings.Contains(strings.ToLower(m.ID()), name) {
+				matches = append(matches, i)
+			}
+		}
+		if len(matches) > 0 {
+			return c.models[c.best(matches, prefs)], nil
+		}
+	}
+	if prefs.CostPriority == nil && prefs.SpeedPriority == nil && prefs.IntelligencePriority == nil {
+		return c.Default(), nil
+	}
+	all := make([]int, len(c.models))
+	for i := range all {
+		all[i] = i
+	}
+	return c.models[c.best(all, prefs)], nil
+}
+
+// best returns the candidate with the highest weighted score; the first
+// wins a tie.
+func (c *Catalog) best(candidates []int, prefs *ModelPreferences) int {
+	weight := func(p *float64) float64 {
+		if p == nil {
+			return 0
+		}
+		return *p
+	}
+	wc, ws, wi := weight(prefs.CostPriority), weight(prefs.SpeedPriority), weight(prefs.IntelligencePriority)
+	best, bestScore := candidates[0], -1.0
+	for _, i := range candidates {
+		m := c.models[i]
+		score := wc*m.Cost + ws*m.Speed + wi*m.Intelligence
+		if score > bestScore {
+			best, bestScore = i, score
+		}
+	}
+	return best
+}

@@ -1,0 +1,294 @@
+package sampler
+
+import (
+	"bytes"
+	"container/list"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/kaptinlin/jsonschema"
+)
+
+// Schema is a compiled JSON Schema.
+type Schema struct {
+	s *jsonschema.Schema
+}
+
+// Validate checks a JSON document and returns its leaf errors, sorted by
+// path; nil means valid.
+func (s *Schema) Validate(doc json.RawMessage) []FieldError {
+	res := s.s.ValidateJSON(doc)
+	if res.IsValid() {
+		return nil
+	}
+	var out []FieldError
+	collectLeafErrors(res, &out)
+	if len(out) == 0 {
+		out = []FieldError{{Path: "/", Message: "value does not match the schema"}}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Path != out[j].Path {
+			return out[i].Path < out[j].Path
+		}
+		return out[i].Message < out[j].Message
+	})
+	return out
+}
+
+// collectLeafErrors gathers the errors of results none of whose details
+// failed: the most specific reasons, without the "properties do not match"
+// summaries of their parents.
+func collectLeafErrors(r *jsonschema.EvaluationResult, out *[]FieldError) {
+	failedChild := false
+	for _, d := range r.Details {
+		if !d.Valid {
+			failedChild = true
+			collectLeafErrors(d, out)
+		}
+	}
+	if failedChild {
+		return
+	}
+	path := r.InstanceLocation
+	if path == "" {
+		path = "/"
+	}
+	keys := make([]string, 0, len(r.Errors))
+	for k := range r.Errors {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		*out = append(*out, FieldError{Path: path, Message: r.Errors[k].Error()})
+	}
+}
+
+// SchemaCache compiles client-supplied JSON Schemas and keeps the most
+// recently used ones, keyed by a hash of their bytes. Remote $ref loading is
+// disabled. The zero value is not usable; call NewSchemaCache.
+type SchemaCache struct {
+	mu    sync.Mutex
+	size  int
+	order *list.List // of *cacheEntry, most recent first
+	byKey map[[32]byte]*list.Element
+}
+
+type cacheEntry struct {
+	key    [32]byte
+	schema *Schema
+}
+
+// NewSchemaCache returns a cache holding at most size schemas (0 means 512).
+func NewSchemaCache(size int) *SchemaCache {
+	if size <= 0 {
+		size = 512
+	}
+	return &SchemaCache{size: size, order: list.New(), byKey: map[[32]byte]*list.Element{}}
+}
+
+// Compile returns the compiled schema for raw. An invalid schema gives an
+// *InvalidError whose paths start with base (the schema's place in the
+// request, e.g. "/schema").
+func (c *SchemaCache) Compile(raw json.RawMessage, base string) (*Schema, error) {
+	key := sha256.Sum256(raw)
+	c.mu.Lock()
+	if el, ok := c.byKey[key]; ok {
+		c.order.MoveToFront(el)
+		c.mu.Unlock()
+		return el.Value.(*cacheEntry).schema, nil
+	}
+	c.mu.Unlock()
+
+	s, err := compileSchema(raw, base)
+	if err != nil {
+		return nil, err
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if el, ok := c.byKey[key]; ok {
+		return el.Value.(*cacheEntry).schema, nil
+	}
+	c.byKey[key] = c.order.PushFront(&cacheEntry{key: key, schema: s})
+	for c.order.Len() > c.size {
+		last := c.order.Back()
+		c.order.Remove(last)
+		delete(c.byKey, last.Value.(*cacheEntry).key)
+	}
+	return s, nil
+}
+
+func compileSchema(raw json.RawMessage, base string) (*Schema, error) {
+	var doc any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if err := dec.Decode(&doc); err != nil {
+		return nil, Invalid(base, "schema is not valid JSON")
+	}
+	var errs []FieldError
+	checkSchema(doc, base, &errs)
+	if len(errs) > 0 {
+		return nil, &InvalidError{Detail: "invalid JSON Schema: " + errs[0].Path + ": " + errs[0].Message, Errors: errs}
+	}
+	comp := jsonschema.NewCompiler()
+	// Client schemas never make the service fetch anything.
+	for scheme := range comp.Loaders {
+		delete(comp.Loaders, scheme)
+	}
+	comp.SetAssertFormat(true)
+	s, err := comp.Compile(raw)
+	if err != nil {
+		return nil, Invalid(base, "invalid JSON Schema: %s", compileMessage(err))
+	}
+	if refs := s.UnresolvedReferenceURIs(); len(refs) > 0 {
+		return nil, Invalid(base, "invalid JSON Schema: $ref %q cannot be resolved (only local references are allowed)", refs[0])
+	}
+	return &Schema{s: s}, nil
+}
+
+// compileMessage keeps the library's message short and free of Go types.
+func compileMessage(err error) string {
+	var re *jsonschema.RegexPatternError
+	if errors.As(err, &re) {
+		return "pattern is not a valid regular expression"
+	}
+	msg := err.Error()
+	if i := strings.Index(msg, "\n"); i > 0 {
+		msg = msg[:i]
+	}
+	return msg
+}
+
+// checkSchema checks the keywords whose wrong shape would make a schema
+// meaningless. It is a structural check of JSON Schema 2020-12, not a full
+// meta-schema validation: unknown keywords are allowed, as the spec allows.
+func checkSchema(v any, path string, errs *[]FieldError) {
+	if len(*errs) >= 20 {
+		return
+	}
+	bad := func(p, format string, args ...any) {
+		*errs = append(*errs, FieldError{Path: p, Message: fmt.Sprintf(format, args...)})
+	}
+	if _, ok := v.(bool); ok {
+		return
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		bad(path, "a schema must be an object or a boolean")
+		return
+	}
+	at := func(k string) string { return path + "/" + escapePointer(k) }
+	validType := func(s any) bool {
+		switch s {
+		case "string", "number", "integer", "boolean", "object", "array", "null":
+			return true
+		}
+		return false
+	}
+	if t, ok := m["type"]; ok {
+		switch t := t.(type) {
+		case string:
+			if !validType(t) {
+				bad(at("type"), "unknown type %q", t)
+			}
+		case []any:
+			for i, x := range t {
+				if !validType(x) {
+					bad(fmt.Sprintf("%s/%d", at("type"), i), "unknown type %v", x)
+				}
+			}
+		default:
+			bad(at("type"), "type must be a string or an array of strings")
+		}
+	}
+	for _, k := range []string{"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"} {
+		if x, ok := m[k]; ok {
+			sub, ok := x.(map[string]any)
+			if !ok {
+				bad(at(k), "%s must be an object of schemas", k)
+				continue
+			}
+			for name, s := range sub {
+				checkSchema(s, at(k)+"/"+escapePointer(name), errs)
+			}
+		}
+	}
+	for _, k := range []string{"items", "additionalProperties", "not", "contains", "propertyNames", "if", "then", "else", "unevaluatedItems", "unevaluatedProperties", "additionalItems"} {
+		if x, ok := m[k]; ok {
+			checkSchema(x, at(k), errs)
+		}
+	}
+	for _, k := range []string{"allOf", "anyOf", "oneOf", "prefixItems"} {
+		if x, ok := m[k]; ok {
+			arr, ok := x.([]any)
+			if !ok || len(arr) == 0 {
+				bad(at(k), "%s must be a non-empty array of schemas", k)
+				continue
+			}
+			for i, s := range arr {
+				checkSchema(s, fmt.Sprintf("%s/%d", at(k), i), errs)
+			}
+		}
+	}
+	if x, ok := m["required"]; ok {
+		arr, ok := x.([]any)
+		if !ok {
+			bad(at("required"), "required must be an array of strings")
+		}
+		for i, s := range arr {
+			if _, ok := s.(string); !ok {
+				bad(fmt.Sprintf("%s/%d", at("required"), i), "required entries must be strings")
+			}
+		}
+	}
+	if x, ok := m["enum"]; ok {
+		if _, ok := x.([]any); !ok {
+			bad(at("enum"), "enum must be an array")
+		}
+	}
+	for _, k := range []string{"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf"} {
+		if x, ok := m[k]; ok {
+			n, ok := x.(json.Number)
+			if !ok {
+				bad(at(k), "%s must be a number", k)
+				continue
+			}
+			if f, _ := n.Float64(); k == "multipleOf" && f <= 0 {
+				bad(at(k), "multipleOf must be greater than 0")
+			}
+		}
+	}
+	for _, k := range []string{"minLength", "maxLength", "minItems", "maxItems", "minProperties", "maxProperties", "minContains", "maxContains"} {
+		if x, ok := m[k]; ok {
+			n, ok := x.(json.Number)
+			if i, err := n.Int64(); !ok || err != nil || i < 0 {
+				bad(at(k), "%s must be a non-negative integer", k)
+			}
+		}
+	}
+	if x, ok := m["pattern"]; ok {
+		s, ok := x.(string)
+		if !ok {
+			bad(at("pattern"), "pattern must be a string")
+		} else if _, err := regexp.Compile(s); err != nil {
+			bad(at("pattern"), "pattern is not a valid regular expression")
+		}
+	}
+	for _, k := range []string{"$ref", "format", "$schema", "$id", "title", "description"} {
+		if x, ok := m[k]; ok {
+			if _, ok := x.(string); !ok {
+				bad(at(k), "%s must be a string", k)
+			}
+		}
+	}
+}
+
+// escapePointer escapes a JSON Pointer reference token.
+func escapePointer(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}

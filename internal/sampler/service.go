@@ -1,0 +1,443 @@
+package sampler
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/sampled/sampled/internal/metrics"
+	"github.com/sampled/sampled/internal/retry"
+)
+
+// Guaranteed-helper method names, as reported in 422 problems and metrics.
+const (
+	MethodSchema = "sampleSchema"
+	MethodTools  = "sampleTools"
+)
+
+// Options configure a Service. Zero values mean the documented defaults.
+type Options struct {
+	Providers []Provider
+	Catalog   *Catalog
+	// Metrics nil records nothing.
+	Metrics *metrics.Metrics
+	// Upstream retries failed provider calls.
+	Upstream retry.Upstream
+	// Validation bounds the corrective retries of the guaranteed helpers.
+	Validation retry.Validation
+	// DefaultMaxTokens applies when a request gives none; 0 means 1024.
+	DefaultMaxTokens int
+	// Schemas nil means a new cache of 512 schemas.
+	Schemas *SchemaCache
+}
+
+// Service runs sampling requests against the configured providers.
+type Service struct {
+	providers        map[string]Provider
+	catalog          *Catalog
+	metrics          *metrics.Metrics
+	upstream         retry.Upstream
+	validation       retry.Validation
+	defaultMaxTokens int
+	schemas          *SchemaCache
+}
+
+// New checks that every catalog model has a provider and returns a Service.
+func New(o Options) (*Service, error) {
+	if o.Catalog == nil {
+		return nil, errors.New("sampler: no catalog")
+	}
+	s := &Service{
+		providers:        map[string]Provider{},
+		catalog:          o.Catalog,
+		metrics:          o.Metrics,
+		upstream:         o.Upstream,
+		validation:       o.Validation,
+		defaultMaxTokens: o.DefaultMaxTokens,
+		schemas:          o.Schemas,
+	}
+	if s.metrics == nil {
+		s.metrics = metrics.New(nil)
+	}
+	if s.defaultMaxTokens <= 0 {
+		s.defaultMaxTokens = 1024
+	}
+	if s.schemas == nil {
+		s.schemas = NewSchemaCache(0)
+	}
+	for _, p := range o.Providers {
+		s.providers[p.Name()] = p
+	}
+	for _, m := range o.Catalog.Models() {
+		if _, ok := s.providers[m.Provider]; !ok {
+			return nil, fmt.Errorf("sampler: model %q: provider %q is not configured", m.ID(), m.Provider)
+		}
+	}
+	return s, nil
+}
+
+// Catalog returns the configured models.
+func (s *Service) Catalog() *Catalog { return s.catalog }
+
+// DefaultMaxTokens returns the maxTokens applied when a request gives none.
+func (s *Service) DefaultMaxTokens() int { return s.defaultMaxTokens }
+
+// Sample runs one attempt in the mode the params select. In schema mode a
+// bad answer is reported in Result.ParseError, not retried.
+func (s *Service) Sample(ctx context.Context, p *Params) (*Result, error) {
+	start := time.Now()
+	model, err := s.prepare(p)
+	if err != nil {
+		s.count(p, model, "invalid_request")
+		return nil, err
+	}
+	res, err := s.attempt(ctx, model, &p.Request)
+	if err != nil {
+		s.count(p, model, outcomeOf(ctx, err))
+		return nil, err
+	}
+	outcome := "ok"
+	if p.Mode() == ModeSchema {
+		s.parse(res, &p.Request)
+		if res.ParseError != nil {
+			outcome = "parse_error"
+		}
+	}
+	res.Attempts = 1
+	res.DurationMs = time.Since(start).Milliseconds()
+	s.count(p, model, outcome)
+	return res, nil
+}
+
+// SampleSchema samples in schema mode until the answer parses and
+// validates, sending corrective feedback after each failure. It returns an
+// *ExhaustedError when the attempts run out.
+func (s *Service) SampleSchema(ctx context.Context, p *Params) (*Result, error) {
+	if len(p.Schema) == 0 {
+		return nil, Invalid("/schema", "schema is required")
+	}
+	if len(p.Tools) > 0 {
+		return nil, Invalid("/tools", "schema and tools are mutually exclusive")
+	}
+	return s.guaranteed(ctx, p, MethodSchema)
+}
+
+// SampleTools samples in tools mode until at least one valid tool call
+// comes back: every call names a declared tool and its arguments validate
+// against that tool's inputSchema. ToolChoice defaults to required.
+func (s *Service) SampleTools(ctx context.Context, p *Params) (*Result, error) {
+	if len(p.Tools) == 0 {
+		return nil, Invalid("/tools", "tools are required")
+	}
+	if len(p.Schema) > 0 {
+		return nil, Invalid("/schema", "schema and tools are mutually exclusive")
+	}
+	if p.ToolChoice == nil || p.ToolChoice.Mode == "" {
+		p.ToolChoice = &ToolChoice{Mode: ToolChoiceRequired}
+	}
+	if p.ToolChoice.Mode == ToolChoiceNone {
+		return nil, Invalid("/toolChoice/mode", `toolChoice "none" cannot produce a tool call`)
+	}
+	return s.guaranteed(ctx, p, MethodTools)
+}
+
+func (s *Service) guaranteed(ctx context.Context, p *Params, method string) (*Result, error) {
+	start := time.Now()
+	attempts, err := s.validation.Attempts(p.Retries)
+	if err != nil {
+		s.count(p, Model{}, "invalid_request")
+		return nil, Invalid("/retries", "%s", err.Error())
+	}
+	model, err := s.prepare(p)
+	if err != nil {
+		s.count(p, model, "invalid_request")
+		return nil, err
+	}
+	req := p.Request
+	req.Messages = append([]Message(nil), p.Messages...)
+	var usage Usage
+	var last *Result
+	var errs []FieldError
+	for a := 1; a <= attempts; a++ {
+		req.Attempt = a
+		res, err := s.attempt(ctx, model, &req)
+		if err != nil {
+			s.count(p, model, outcomeOf(ctx, err))
+			return nil, err
+		}
+		usage = usage.Add(res.Usage)
+		var kind string
+		if method == MethodSchema {
+			s.parse(res, &req)
+			if res.ParseError != nil {
+				errs = res.ParseError.Errors
+				kind = metrics.KindSchemaMismatch
+				if res.ParseError.Message == msgInvalidJSON {
+					kind = metrics.KindInvalidJSON
+				}
+			}
+		} else {
+			kind, errs = s.checkToolCalls(res, req.Tools)
+		}
+		res.Attempts = a
+		res.Usage = usage
+		res.DurationMs = time.Since(start).Milliseconds()
+		last = res
+		if kind == "" {
+			s.count(p, model, "ok")
+			return res, nil
+		}
+		s.metrics.ValidationFailures.WithLabelValues(method, kind).Inc()
+		if a < attempts {
+			s.metrics.ValidationRetries.WithLabelValues(method).Inc()
+			req.Messages = append(req.Messages, correction(res, errs, method)...)
+		}
+	}
+	s.metrics.ValidationExhausted.WithLabelValues(method).Inc()
+	s.count(p, model, "exhausted")
+	return nil, &ExhaustedError{Method: method, Attempts: attempts, LastResult: last, Errors: errs}
+}
+
+// prepare checks the request and selects its model.
+func (s *Service) prepare(p *Params) (Model, error) {
+	model, err := s.catalog.Select(p.ModelSpec, p.ModelPreferences)
+	if err != nil {
+		err = Invalid("/model", "unknown model %q; GET /v1/models lists the configured ones", p.ModelSpec)
+	}
+	if cerr := checkRequest(p, s.schemas); cerr != nil {
+		if err != nil {
+			ie := cerr.(*InvalidError)
+			ie.Errors = append(err.(*InvalidError).Errors, ie.Errors...)
+			return model, ie
+		}
+		return model, cerr
+	}
+	return model, err
+}
+
+// attempt calls the model, with upstream retries, and then its fallbacks.
+func (s *Service) attempt(ctx context.Context, model Model, req *Request) (*Result, error) {
+	candidates := append([]string{model.ID()}, model.Fallbacks...)
+	var lastErr error
+	for _, id := range candidates {
+		m, err := s.catalog.Lookup(id)
+		if err != nil {
+			return nil, err
+		}
+		prov := s.providers[m.Provider]
+		r := *req
+		r.Model = m.Name
+		var resp *Response
+		up := s.upstream
+		up.OnRetry = func(err error, _ int, _ time.Duration) {
+			s.metrics.UpstreamRetries.WithLabelValues(m.Provider, retry.Reason(err)).Inc()
+		}
+		err = up.Do(ctx, func(ctx context.Context) error {
+			t0 := time.Now()
+			var err error
+			resp, err = prov.Sample(ctx, &r)
+			outcome := "ok"
+			if err != nil {
+				outcome = "error"
+			}
+			s.metrics.UpstreamDuration.WithLabelValues(m.Provider, m.ID(), outcome).Observe(time.Since(t0).Seconds())
+			return err
+		})
+		if err == nil {
+			s.metrics.Tokens.WithLabelValues(m.Provider, m.ID(), "input").Add(float64(resp.Usage.InputTokens))
+			s.metrics.Tokens.WithLabelValues(m.Provider, m.ID(), "output").Add(float64(resp.Usage.OutputTokens))
+			return s.result(m, req, resp), nil
+		}
+		lastErr = err
+		if ctx.Err() != nil || !retry.Retryable(err) {
+			break
+		}
+	}
+	return nil, lastErr
+}
+
+func (s *Service) result(m Model, req *Request, resp *Response) *Result {
+	modelName := resp.Model
+	if modelName == "" {
+		modelName = m.Name
+	}
+	content := resp.Content
+	if content == nil {
+		content = []Content{}
+	}
+	res := &Result{
+		Model:      modelName,
+		Provider:   m.Provider,
+		Role:       RoleAssistant,
+		Content:    content,
+		Text:       TextOf(content),
+		StopReason: resp.StopReason,
+		Usage:      resp.Usage,
+	}
+	if req.Mode() == ModeTools {
+		res.ToolCalls = ToolCallsOf(content)
+		if res.ToolCalls == nil {
+			res.ToolCalls = []ToolCall{}
+		}
+	}
+	return res
+}
+
+const msgInvalidJSON = "the answer is not valid JSON"
+
+// parse fills Parsed or ParseError of a schema-mode result.
+func (s *Service) parse(res *Result, req *Request) {
+	raw := extractJSON(res.Text)
+	if !json.Valid(raw) {
+		res.Parsed = json.RawMessage("null")
+		res.ParseError = &ParseError{Message: msgInvalidJSON, RawText: res.Text,
+			Errors: []FieldError{{Path: "/", Message: "expected one JSON value"}}}
+		return
+	}
+	schema, err := s.schemas.Compile(req.Schema, "/schema")
+	if err != nil {
+		// Checked before the call; a cache eviction cannot make it fail.
+		res.Parsed = json.RawMessage("null")
+		res.ParseError = &ParseError{Message: err.Error(), RawText: res.Text, Errors: fieldErrors(err)}
+		return
+	}
+	if errs := schema.Validate(raw); errs != nil {
+		res.Parsed = json.RawMessage("null")
+		res.ParseError = &ParseError{Message: "the answer does not match the schema", RawText: res.Text, Errors: errs}
+		return
+	}
+	res.Parsed = raw
+}
+
+// extractJSON trims the answer and unwraps one Markdown code fence, which
+// models often put around JSON.
+func extractJSON(text string) json.RawMessage {
+	t := strings.TrimSpace(text)
+	if strings.HasPrefix(t, "```") && strings.HasSuffix(t, "```") && len(t) >= 6 {
+		t = strings.TrimSuffix(t, "```")
+		if i := strings.IndexByte(t, '\n'); i >= 0 {
+			t = t[i+1:]
+		} else {
+			t = strings.TrimPrefix(t, "```")
+		}
+		t = strings.TrimSpace(t)
+	}
+	return json.RawMessage(t)
+}
+
+// checkToolCalls validates the tool calls of a tools-mode result and
+// returns the failure kind ("" when valid) and the errors by path.
+func (s *Service) checkToolCalls(res *Result, tools []Tool) (string, []FieldError) {
+	if len(res.ToolCalls) == 0 {
+		return metrics.KindNoToolCall, []FieldError{{Path: "/toolCalls", Message: "no tool call; call one of the declared tools"}}
+	}
+	byName := make(map[string]*Tool, len(tools))
+	for i := range tools {
+		byName[tools[i].Name] = &tools[i]
+	}
+	kind := ""
+	var errs []FieldError
+	for i, call := range res.ToolCalls {
+		at := fmt.Sprintf("/toolCalls/%d", i)
+		t, ok := byName[call.Name]
+		if !ok {
+			if kind == "" {
+				kind = metrics.KindUnknownTool
+			}
+			errs = append(errs, FieldError{Path: at + "/name", Message: fmt.Sprintf("unknown tool %q; declared tools: %s", call.Name, toolNames(tools))})
+			continue
+		}
+		schema, err := s.schemas.Compile(t.InputSchema, "/tools")
+		if err != nil {
+			continue
+		}
+		for _, fe := range schema.Validate(call.Arguments) {
+			if kind == "" {
+				kind = metrics.KindInvalidArguments
+			}
+			path := at + "/arguments"
+			if fe.Path != "/" {
+				path += fe.Path
+			}
+			errs = append(errs, FieldError{Path: path, Message: fe.Message})
+		}
+	}
+	return kind, errs
+}
+
+func toolNames(tools []Tool) string {
+	names := make([]string, len(tools))
+	for i, t := range tools {
+		names[i] = t.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// correction returns the failed assistant turn and the corrective user
+// turn. When the failed turn called tools, each call is answered by an
+// error tool_result (MCP requires every tool_use to be answered, and a user
+// message of tool results holds nothing else); otherwise the user turn is
+// text.
+func correction(res *Result, errs []FieldError, method string) []Message {
+	var list bytes.Buffer
+	for _, e := range errs {
+		fmt.Fprintf(&list, "\n- %s: %s", e.Path, e.Message)
+	}
+	assistant := Message{Role: RoleAssistant, Content: res.Content}
+	if len(res.Content) == 0 {
+		assistant.Content = []Content{TextBlock("")}
+	}
+	calls := ToolCallsOf(res.Content)
+	if len(calls) == 0 {
+		var text string
+		if method == MethodSchema {
+			text = "Your previous answer is not acceptable. Fix these errors and answer again with only the corrected JSON value, no other text:" + list.String()
+		} else {
+			text = "Your previous answer did not call a tool. Fix these errors and answer by calling one of the declared tools with arguments that match its input schema:" + list.String()
+		}
+		return []Message{assistant, {Role: RoleUser, Content: []Content{TextBlock(text)}}}
+	}
+	isErr := true
+	results := make([]Content, len(calls))
+	for i, c := range calls {
+		prefix := fmt.Sprintf("/toolCalls/%d", i)
+		var own bytes.Buffer
+		for _, e := range errs {
+			if strings.HasPrefix(e.Path, prefix+"/") || e.Path == prefix {
+				fmt.Fprintf(&own, "\n- %s: %s", e.Path, e.Message)
+			}
+		}
+		text := "Not executed: another call of this turn was invalid. Fix these errors and call the tools again:" + list.String()
+		if own.Len() > 0 {
+			text = "Invalid tool call. Fix these errors and call the tool again with arguments that match its input schema:" + own.String()
+		}
+		results[i] = Content{Type: BlockToolResult, ToolUseID: c.ID, IsError: &isErr, Content: []Content{TextBlock(text)}}
+	}
+	return []Message{assistant, {Role: RoleUser, Content: results}}
+}
+
+// count records one finished sampling request.
+func (s *Service) count(p *Params, m Model, outcome string) {
+	provider, model := "other", "other"
+	if m.Provider != "" && s.catalog.Known(m.ID()) {
+		provider, model = m.Provider, m.ID()
+	}
+	endpoint := p.Endpoint
+	if endpoint == "" {
+		endpoint = "sample"
+	}
+	s.metrics.Samples.WithLabelValues(endpoint, p.Mode(), provider, model, outcome).Inc()
+}
+
+func outcomeOf(ctx context.Context, err error) string {
+	switch {
+	case ctx.Err() != nil:
+		return "cancelled"
+	default:
+		return "upstream_error"
+	}
+}

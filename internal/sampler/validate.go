@@ -1,0 +1,169 @@
+package sampler
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// checkRequest applies the rules a request must satisfy before any provider
+// is called. Paths are JSON Pointers into the request body.
+func checkRequest(p *Params, schemas *SchemaCache) error {
+	var errs []FieldError
+	add := func(path, format string, args ...any) {
+		errs = append(errs, FieldError{Path: path, Message: fmt.Sprintf(format, args...)})
+	}
+	if len(p.Messages) == 0 {
+		add("/messages", "at least one message is required")
+	}
+	if p.MaxTokens <= 0 {
+		add("/maxTokens", "maxTokens must be greater than 0")
+	}
+	if p.Temperature != nil && (*p.Temperature < 0 || *p.Temperature > 2) {
+		add("/temperature", "temperature must be between 0 and 2")
+	}
+	if len(p.Schema) > 0 && len(p.Tools) > 0 {
+		add("/tools", "schema and tools are mutually exclusive")
+	}
+	checkMessages(p.Messages, add)
+	if len(p.Schema) > 0 {
+		if _, err := schemas.Compile(p.Schema, "/schema"); err != nil {
+			errs = append(errs, fieldErrors(err)...)
+		}
+	}
+	names := map[string]bool{}
+	for i, t := range p.Tools {
+		at := fmt.Sprintf("/tools/%d", i)
+		switch {
+		case t.Name == "":
+			add(at+"/name", "tool name is required")
+		case names[t.Name]:
+			add(at+"/name", "tool %q is declared twice", t.Name)
+		}
+		names[t.Name] = true
+		if len(t.InputSchema) == 0 {
+			add(at+"/inputSchema", "inputSchema is required")
+			continue
+		}
+		var head struct {
+			Type any `json:"type"`
+		}
+		if json.Unmarshal(t.InputSchema, &head) != nil || head.Type != "object" {
+			add(at+"/inputSchema/type", `inputSchema must be an object schema ("type": "object")`)
+			continue
+		}
+		if _, err := schemas.Compile(t.InputSchema, at+"/inputSchema"); err != nil {
+			errs = append(errs, fieldErrors(err)...)
+		}
+	}
+	if tc := p.ToolChoice; tc != nil {
+		switch tc.Mode {
+		case "", ToolChoiceAuto, ToolChoiceRequired, ToolChoiceNone:
+		case ToolChoiceTool:
+			if !names[tc.Name] {
+				add("/toolChoice/name", "toolChoice names tool %q, which is not declared in tools", tc.Name)
+			}
+		default:
+			add("/toolChoice/mode", "mode must be one of auto, required, none, tool")
+		}
+		if len(p.Tools) == 0 && tc.Mode != "" && tc.Mode != ToolChoiceAuto && tc.Mode != ToolChoiceNone {
+			add("/toolChoice", "toolChoice %q needs tools", tc.Mode)
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return &InvalidError{Detail: errs[0].Path + ": " + errs[0].Message, Errors: errs}
+}
+
+// checkMessages enforces MCP's message rules: roles and block types per
+// role, a user message holding tool_result blocks holds nothing else, and
+// every tool_use of an assistant message is answered by a tool_result in the
+// next user message.
+func checkMessages(msgs []Message, add func(path, format string, args ...any)) {
+	for i, m := range msgs {
+		at := fmt.Sprintf("/messages/%d", i)
+		if m.Role != RoleUser && m.Role != RoleAssistant {
+			add(at+"/role", "role must be user or assistant")
+			continue
+		}
+		if len(m.Content) == 0 {
+			add(at+"/content", "content must hold at least one block")
+			continue
+		}
+		results := 0
+		asked := map[string]bool{}
+		if i > 0 && msgs[i-1].Role == RoleAssistant {
+			for _, c := range msgs[i-1].Content {
+				if c.Type == BlockToolUse {
+					asked[c.ID] = true
+				}
+			}
+		}
+		for j, c := range m.Content {
+			bat := fmt.Sprintf("%s/content/%d", at, j)
+			switch c.Type {
+			case BlockText:
+			case BlockImage, BlockAudio:
+				if c.Data == "" || c.MIMEType == "" {
+					add(bat, "%s blocks need data and mimeType", c.Type)
+				}
+			case BlockToolUse:
+				if m.Role != RoleAssistant {
+					add(bat, "tool_use blocks belong in assistant messages")
+				}
+				if c.ID == "" || c.Name == "" {
+					add(bat, "tool_use blocks need id and name")
+				}
+				if len(c.Input) > 0 && c.Input[0] != '{' {
+					add(bat+"/input", "input must be an object")
+				}
+			case BlockToolResult:
+				results++
+				if m.Role != RoleUser {
+					add(bat, "tool_result blocks belong in user messages")
+				}
+				if c.ToolUseID == "" {
+					add(bat+"/toolUseId", "toolUseId is required")
+				} else if !asked[c.ToolUseID] {
+					add(bat+"/toolUseId", "tool_result %q answers no tool_use of the previous assistant message", c.ToolUseID)
+				}
+			default:
+				add(bat+"/type", "unknown content block type %q", c.Type)
+			}
+		}
+		if results > 0 && results != len(m.Content) {
+			add(at+"/content", "a user message holding tool_result blocks must hold nothing else")
+		}
+		if m.Role != RoleAssistant {
+			continue
+		}
+		var answered map[string]bool
+		if i+1 < len(msgs) && msgs[i+1].Role == RoleUser {
+			answered = map[string]bool{}
+			for _, c := range msgs[i+1].Content {
+				if c.Type == BlockToolResult {
+					answered[c.ToolUseID] = true
+				}
+			}
+		}
+		for j, c := range m.Content {
+			if c.Type != BlockToolUse || c.ID == "" || answered[c.ID] {
+				continue
+			}
+			if i+1 == len(msgs) {
+				add(fmt.Sprintf("%s/content/%d", at, j), "tool_use %q is the last message; answer it with a tool_result in a user message", c.ID)
+			} else {
+				add(fmt.Sprintf("%s/content/%d", at, j), "tool_use %q is not answered by a tool_result in the next user message", c.ID)
+			}
+		}
+	}
+}
+
+// fieldErrors returns the field errors of an *InvalidError, or one error at
+// the root for anything else.
+func fieldErrors(err error) []FieldError {
+	if ie, ok := err.(*InvalidError); ok {
+		return ie.Errors
+	}
+	return []FieldError{{Path: "/", Message: err.Error()}}
+}
