@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -27,46 +28,87 @@ func (s *Schema) Validate(doc json.RawMessage) []FieldError {
 	if res.IsValid() {
 		return nil
 	}
+	var inst any
+	_ = json.Unmarshal(doc, &inst)
 	var out []FieldError
-	collectLeafErrors(res, &out)
+	collectLeafErrors(res, inst, "", &out)
 	if len(out) == 0 {
 		out = []FieldError{{Path: "/", Message: "value does not match the schema"}}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].Path != out[j].Path {
-			return out[i].Path < out[j].Path
-		}
-		return out[i].Message < out[j].Message
-	})
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out
 }
 
-// collectLeafErrors gathers the errors of results none of whose details
-// failed: the most specific reasons, without the "properties do not match"
-// summaries of their parents.
-func collectLeafErrors(r *jsonschema.EvaluationResult, out *[]FieldError) {
-	failedChild := false
+// summaryKeyword reports keywords whose error only says that a child
+// failed; they are reported only when no child error explains them.
+func summaryKeyword(k string) bool {
+	switch k {
+	case "properties", "items", "prefixItems", "$ref", "allOf", "patternProperties", "additionalProperties",
+		"dependentSchemas", "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "contains":
+		return true
+	}
+	return false
+}
+
+// collectLeafErrors gathers the most specific reasons of a failed
+// evaluation. Instance locations of details are relative to their parent.
+// Details about absent members are skipped: the validator evaluates a
+// missing required property as null, and its "required" error already says
+// what is wrong.
+func collectLeafErrors(r *jsonschema.EvaluationResult, inst any, base string, out *[]FieldError) int {
+	here := base + r.InstanceLocation
+	added, failedChild := 0, false
 	for _, d := range r.Details {
-		if !d.Valid {
-			failedChild = true
-			collectLeafErrors(d, out)
+		if d.Valid {
+			continue
 		}
-	}
-	if failedChild {
-		return
-	}
-	path := r.InstanceLocation
-	if path == "" {
-		path = "/"
+		failedChild = true
+		if pointerExists(inst, here+d.InstanceLocation) {
+			added += collectLeafErrors(d, inst, here, out)
+		}
 	}
 	keys := make([]string, 0, len(r.Errors))
 	for k := range r.Errors {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	path := here
+	if path == "" {
+		path = "/"
+	}
 	for _, k := range keys {
+		if summaryKeyword(k) && (added > 0 || failedChild && len(keys) > 1) {
+			continue
+		}
 		*out = append(*out, FieldError{Path: path, Message: r.Errors[k].Error()})
 	}
+	return added + len(keys)
+}
+
+// pointerExists reports whether a JSON Pointer names a member of v.
+func pointerExists(v any, ptr string) bool {
+	if ptr == "" {
+		return true
+	}
+	for _, tok := range strings.Split(ptr[1:], "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		switch x := v.(type) {
+		case map[string]any:
+			var ok bool
+			if v, ok = x[tok]; !ok {
+				return false
+			}
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(x) {
+				return false
+			}
+			v = x[i]
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // SchemaCache compiles client-supplied JSON Schemas and keeps the most

@@ -1,0 +1,89 @@
+package sampler
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func testCatalog(t *testing.T) *Catalog {
+	t.Helper()
+	c, err := NewCatalog([]Model{
+		{Provider: "openai", Name: "gpt-4o-mini", Aliases: []string{"fast"}, Cost: 0.9, Speed: 0.9, Intelligence: 0.5},
+		{Provider: "openai", Name: "gpt-4o", Cost: 0.4, Speed: 0.6, Intelligence: 0.85},
+		{Provider: "anthropic", Name: "claude-sonnet-4-5", Aliases: []string{"smart"}, Cost: 0.3, Speed: 0.5, Intelligence: 0.95, Fallbacks: []string{"openai/gpt-4o"}},
+		{Provider: "anthropic", Name: "claude-haiku-4-5", Cost: 0.8, Speed: 0.95, Intelligence: 0.6},
+		{Provider: "ollama", Name: "llama3.2", Cost: 1, Speed: 0.4, Intelligence: 0.3},
+	}, "openai/gpt-4o-mini")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestCatalogSelect(t *testing.T) {
+	c := testCatalog(t)
+	tests := []struct {
+		name    string
+		spec    string
+		prefs   *ModelPreferences
+		want    string
+		wantErr error
+	}{
+		{name: "nothing gives the default", want: "openai/gpt-4o-mini"},
+		{name: "explicit id", spec: "ollama/llama3.2", want: "ollama/llama3.2"},
+		{name: "explicit alias", spec: "smart", want: "anthropic/claude-sonnet-4-5"},
+		{name: "explicit wins over hints", spec: "fast", prefs: &ModelPreferences{Hints: []ModelHint{{Name: "claude"}}}, want: "openai/gpt-4o-mini"},
+		{name: "unknown explicit", spec: "openai/gpt-5", wantErr: ErrUnknownModel},
+		{name: "hint substring", prefs: &ModelPreferences{Hints: []ModelHint{{Name: "sonnet"}}}, want: "anthropic/claude-sonnet-4-5"},
+		{name: "first matching hint wins", prefs: &ModelPreferences{Hints: []ModelHint{{Name: "gemini"}, {Name: "llama"}, {Name: "claude"}}}, want: "ollama/llama3.2"},
+		{name: "hint is case-insensitive", prefs: &ModelPreferences{Hints: []ModelHint{{Name: "HAIKU"}}}, want: "anthropic/claude-haiku-4-5"},
+		{name: "ambiguous hint, first configured without priorities", prefs: &ModelPreferences{Hints: []ModelHint{{Name: "claude"}}}, want: "anthropic/claude-sonnet-4-5"},
+		{name: "ambiguous hint, priorities choose", prefs: &ModelPreferences{Hints: []ModelHint{{Name: "claude"}}, SpeedPriority: ptr(1.0)}, want: "anthropic/claude-haiku-4-5"},
+		{name: "no hint matches, no priorities: default", prefs: &ModelPreferences{Hints: []ModelHint{{Name: "gemini"}}}, want: "openai/gpt-4o-mini"},
+		{name: "intelligence priority", prefs: &ModelPreferences{IntelligencePriority: ptr(0.9)}, want: "anthropic/claude-sonnet-4-5"},
+		{name: "cost priority", prefs: &ModelPreferences{CostPriority: ptr(1.0)}, want: "ollama/llama3.2"},
+		{name: "weighted mix", prefs: &ModelPreferences{CostPriority: ptr(0.5), SpeedPriority: ptr(0.5), IntelligencePriority: ptr(0.5)}, want: "anthropic/claude-haiku-4-5"},
+		{name: "tie goes to the first configured", prefs: &ModelPreferences{CostPriority: ptr(0.0)}, want: "openai/gpt-4o-mini"},
+		{name: "empty hint is skipped", prefs: &ModelPreferences{Hints: []ModelHint{{}, {Name: "4o"}}, IntelligencePriority: ptr(1.0)}, want: "openai/gpt-4o"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m, err := c.Select(tt.spec, tt.prefs)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("err = %v, want %v", err, tt.wantErr)
+			}
+			if err != nil {
+				return
+			}
+			if diff := cmp.Diff(tt.want, m.ID()); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestNewCatalogRejects(t *testing.T) {
+	tests := []struct {
+		name   string
+		models []Model
+		def    string
+	}{
+		{name: "empty"},
+		{name: "duplicate", models: []Model{{Provider: "a", Name: "m"}, {Provider: "a", Name: "m"}}},
+		{name: "duplicate alias", models: []Model{{Provider: "a", Name: "m", Aliases: []string{"x"}}, {Provider: "a", Name: "n", Aliases: []string{"x"}}}},
+		{name: "unknown fallback", models: []Model{{Provider: "a", Name: "m", Fallbacks: []string{"a/z"}}}},
+		{name: "unknown default", models: []Model{{Provider: "a", Name: "m"}}, def: "a/z"},
+		{name: "missing name", models: []Model{{Provider: "a"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := NewCatalog(tt.models, tt.def); err == nil {
+				t.Error("accepted a bad catalog")
+			}
+		})
+	}
+}

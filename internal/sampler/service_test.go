@@ -1,0 +1,319 @@
+package sampler
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/goleak"
+
+	"github.com/sampled/sampled/internal/metrics"
+	"github.com/sampled/sampled/internal/retry"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// script is a fake provider that answers from a list of canned replies and
+// records what it was sent.
+type script struct {
+	name    string
+	mu      sync.Mutex
+	replies []func(*Request) (*Response, error)
+	got     []Request
+}
+
+func (s *script) Name() string { return s.name }
+
+func (s *script) Sample(ctx context.Context, req *Request) (*Response, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.got = append(s.got, *req)
+	if len(s.replies) == 0 {
+		return nil, errors.New("script: no reply left")
+	}
+	r := s.replies[0]
+	s.replies = s.replies[1:]
+	return r(req)
+}
+
+func text(s string) func(*Request) (*Response, error) {
+	return func(*Request) (*Response, error) {
+		return &Response{Model: "m1", Content: []Content{TextBlock(s)}, StopReason: StopEndTurn, Usage: Usage{InputTokens: 3, OutputTokens: 2}}, nil
+	}
+}
+
+func call(name, args string) func(*Request) (*Response, error) {
+	return func(*Request) (*Response, error) {
+		return &Response{Model: "m1", Content: []Content{{Type: BlockToolUse, ID: "call_" + name, Name: name, Input: json.RawMessage(args)}}, StopReason: StopToolUse}, nil
+	}
+}
+
+func fail(status int) func(*Request) (*Response, error) {
+	return func(*Request) (*Response, error) {
+		return nil, &UpstreamError{Provider: "p", Status: status}
+	}
+}
+
+type fixture struct {
+	svc  *Service
+	reg  *prometheus.Registry
+	m    *metrics.Metrics
+	p, q *script
+}
+
+func newFixture(t *testing.T, replies ...func(*Request) (*Response, error)) *fixture {
+	t.Helper()
+	f := &fixture{reg: prometheus.NewRegistry(), p: &script{name: "p", replies: replies}, q: &script{name: "q"}}
+	f.m = metrics.New(f.reg)
+	cat, err := NewCatalog([]Model{
+		{Provider: "p", Name: "m1", Fallbacks: []string{"q/m2"}},
+		{Provider: "q", Name: "m2"},
+	}, "p/m1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.svc, err = New(Options{Providers: []Provider{f.p, f.q}, Catalog: cat, Metrics: f.m,
+		Upstream: retry.Upstream{Rand: func() float64 { return 0 }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func userText(s string) []Message {
+	return []Message{{Role: RoleUser, Content: []Content{TextBlock(s)}}}
+}
+
+const personSchema = `{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer","minimum":0}},"required":["name","age"],"additionalProperties":false}`
+
+const weatherTool = `{"name":"get_weather","description":"Get the weather","inputSchema":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}`
+
+func tools(t *testing.T, defs ...string) []Tool {
+	t.Helper()
+	out := make([]Tool, len(defs))
+	for i, d := range defs {
+		if err := json.Unmarshal([]byte(d), &out[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+func TestRequestChecks(t *testing.T) {
+	tu := Content{Type: BlockToolUse, ID: "c1", Name: "get_weather", Input: json.RawMessage(`{}`)}
+	tr := Content{Type: BlockToolResult, ToolUseID: "c1", Content: []Content{TextBlock("ok")}}
+	tests := []struct {
+		name     string
+		p        Params
+		wantPath string
+	}{
+		{name: "no messages", p: Params{Request: Request{MaxTokens: 10}}, wantPath: "/messages"},
+		{name: "maxTokens zero", p: Params{Request: Request{Messages: userText("hi")}}, wantPath: "/maxTokens"},
+		{name: "maxTokens negative", p: Params{Request: Request{Messages: userText("hi"), MaxTokens: -1}}, wantPath: "/maxTokens"},
+		{name: "schema and tools", p: Params{Request: Request{Messages: userText("hi"), MaxTokens: 10, Schema: json.RawMessage(personSchema), Tools: tools(t, weatherTool)}}, wantPath: "/tools"},
+		{name: "invalid schema type", p: Params{Request: Request{Messages: userText("hi"), MaxTokens: 10, Schema: json.RawMessage(`{"type":"strin"}`)}}, wantPath: "/schema/type"},
+		{name: "invalid nested schema", p: Params{Request: Request{Messages: userText("hi"), MaxTokens: 10, Schema: json.RawMessage(`{"type":"object","properties":{"a":{"minLength":-1}}}`)}}, wantPath: "/schema/properties/a/minLength"},
+		{name: "schema with remote ref", p: Params{Request: Request{Messages: userText("hi"), MaxTokens: 10, Schema: json.RawMessage(`{"$ref":"https://example.com/s.json"}`)}}, wantPath: "/schema"},
+		{name: "unknown model", p: Params{Request: Request{Messages: userText("hi"), MaxTokens: 10}, ModelSpec: "nope/x"}, wantPath: "/model"},
+		{name: "tool_result mixed with text", p: Params{Request: Request{MaxTokens: 10, Messages: []Message{
+			{Role: RoleUser, Content: []Content{TextBlock("weather?")}},
+			{Role: RoleAssistant, Content: []Content{tu}},
+			{Role: RoleUser, Content: []Content{tr, TextBlock("and also")}},
+		}}}, wantPath: "/messages/2/content"},
+		{name: "tool_use not answered", p: Params{Request: Request{MaxTokens: 10, Messages: []Message{
+			{Role: RoleUser, Content: []Content{TextBlock("weather?")}},
+			{Role: RoleAssistant, Content: []Content{tu}},
+			{Role: RoleUser, Content: []Content{TextBlock("never mind")}},
+		}}}, wantPath: "/messages/1/content/0"},
+		{name: "tool_result answers nothing", p: Params{Request: Request{MaxTokens: 10, Messages: []Message{
+			{Role: RoleUser, Content: []Content{tr}},
+		}}}, wantPath: "/messages/0/content/0/toolUseId"},
+		{name: "bad role", p: Params{Request: Request{MaxTokens: 10, Messages: []Message{{Role: "system", Content: []Content{TextBlock("x")}}}}}, wantPath: "/messages/0/role"},
+		{name: "forced unknown tool", p: Params{Request: Request{Messages: userText("hi"), MaxTokens: 10, Tools: tools(t, weatherTool), ToolChoice: &ToolChoice{Mode: "tool", Name: "nope"}}}, wantPath: "/toolChoice/name"},
+		{name: "tool schema not an object", p: Params{Request: Request{Messages: userText("hi"), MaxTokens: 10, Tools: tools(t, `{"name":"x","inputSchema":{"type":"string"}}`)}}, wantPath: "/tools/0/inputSchema/type"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFixture(t, text("unused"))
+			_, err := f.svc.Sample(context.Background(), &tt.p)
+			var inv *InvalidError
+			if !errors.As(err, &inv) {
+				t.Fatalf("err = %v, want *InvalidError", err)
+			}
+			var paths []string
+			for _, e := range inv.Errors {
+				paths = append(paths, e.Path)
+			}
+			if !strings.Contains(strings.Join(paths, " "), tt.wantPath) {
+				t.Errorf("paths %v do not name %s", paths, tt.wantPath)
+			}
+			if len(f.p.got) != 0 {
+				t.Error("the provider was called for an invalid request")
+			}
+		})
+	}
+}
+
+func TestSampleSchemaSingleAttempt(t *testing.T) {
+	f := newFixture(t, text("```json\n{\"name\":\"Ada\",\"age\":-1}\n```"))
+	res, err := f.svc.Sample(context.Background(), &Params{Request: Request{Messages: userText("who?"), MaxTokens: 50, Schema: json.RawMessage(personSchema)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(res.Parsed) != "null" || res.ParseError == nil {
+		t.Fatalf("parsed = %s, parseError = %+v; want null and an error", res.Parsed, res.ParseError)
+	}
+	if diff := cmp.Diff([]FieldError{{Path: "/age", Message: res.ParseError.Errors[0].Message}}, res.ParseError.Errors); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if len(f.p.got) != 1 {
+		t.Errorf("provider called %d times, want 1 (no retry in /v1/sample)", len(f.p.got))
+	}
+}
+
+func TestSampleSchemaRetriesWithFeedback(t *testing.T) {
+	f := newFixture(t, text(`{"name":"Ada"`), text(`{"name":"Ada","age":-3}`), text(`{"name":"Ada","age":36}`))
+	res, err := f.svc.SampleSchema(context.Background(), &Params{Request: Request{Messages: userText("who?"), MaxTokens: 50, Schema: json.RawMessage(personSchema)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(`{"name":"Ada","age":36}`, string(res.Parsed)); diff != "" {
+		t.Errorf("parsed (-want +got):\n%s", diff)
+	}
+	if res.Attempts != 3 {
+		t.Errorf("attempts = %d, want 3", res.Attempts)
+	}
+	if got := len(f.p.got[2].Messages); got != 5 {
+		t.Fatalf("third attempt sent %d messages, want 5 (question + 2 × (answer, correction))", got)
+	}
+	last := f.p.got[2].Messages[4]
+	if last.Role != RoleUser || !strings.Contains(TextOf(last.Content), "/age") {
+		t.Errorf("corrective turn %q does not name /age", TextOf(last.Content))
+	}
+	if got := TextOf(f.p.got[2].Messages[3].Content); got != `{"name":"Ada","age":-3}` {
+		t.Errorf("failed answer not replayed: %q", got)
+	}
+	checkCounter(t, f.m.ValidationFailures.WithLabelValues(MethodSchema, metrics.KindInvalidJSON), 1)
+	checkCounter(t, f.m.ValidationFailures.WithLabelValues(MethodSchema, metrics.KindSchemaMismatch), 1)
+	checkCounter(t, f.m.ValidationRetries.WithLabelValues(MethodSchema), 2)
+	checkCounter(t, f.m.ValidationExhausted.WithLabelValues(MethodSchema), 0)
+}
+
+func TestSampleToolsExhausted(t *testing.T) {
+	f := newFixture(t, text("I'd rather not"), call("get_wether", `{"city":"Paris"}`), call("get_weather", `{"town":"Paris"}`))
+	_, err := f.svc.SampleTools(context.Background(), &Params{Request: Request{Messages: userText("weather in Paris?"), MaxTokens: 50, Tools: tools(t, weatherTool)}})
+	var ex *ExhaustedError
+	if !errors.As(err, &ex) {
+		t.Fatalf("err = %v, want *ExhaustedError", err)
+	}
+	if ex.Method != MethodTools || ex.Attempts != 3 || ex.LastResult == nil || ex.LastResult.ToolCalls[0].Name != "get_weather" {
+		t.Errorf("exhausted = %+v", ex)
+	}
+	if ex.Errors[0].Path != "/toolCalls/0/arguments" {
+		t.Errorf("errors = %+v, want one at /toolCalls/0/arguments", ex.Errors)
+	}
+	if f.p.got[0].ToolChoice.EffectiveMode() != ToolChoiceRequired {
+		t.Errorf("toolChoice = %+v, want required by default", f.p.got[0].ToolChoice)
+	}
+	// The unknown tool call of attempt 2 is answered by an error tool_result.
+	corr := f.p.got[2].Messages[4]
+	if len(corr.Content) != 1 || corr.Content[0].Type != BlockToolResult || corr.Content[0].ToolUseID != "call_get_wether" || !*corr.Content[0].IsError {
+		t.Fatalf("correction = %+v, want one error tool_result", corr)
+	}
+	if !strings.Contains(TextOf(corr.Content[0].Content), "unknown tool") {
+		t.Errorf("correction text %q does not say unknown tool", TextOf(corr.Content[0].Content))
+	}
+	for _, kind := range []string{metrics.KindNoToolCall, metrics.KindUnknownTool, metrics.KindInvalidArguments} {
+		checkCounter(t, f.m.ValidationFailures.WithLabelValues(MethodTools, kind), 1)
+	}
+	checkCounter(t, f.m.ValidationRetries.WithLabelValues(MethodTools), 2)
+	checkCounter(t, f.m.ValidationExhausted.WithLabelValues(MethodTools), 1)
+	// Every request the helper sent obeys MCP's message rules.
+	for i, r := range f.p.got {
+		if err := checkRequest(&Params{Request: r}, f.svc.schemas); err != nil {
+			t.Errorf("attempt %d sent an invalid conversation: %v", i+1, err)
+		}
+	}
+}
+
+func TestRetriesBounds(t *testing.T) {
+	f := newFixture(t)
+	_, err := f.svc.SampleSchema(context.Background(), &Params{Request: Request{Messages: userText("x"), MaxTokens: 5, Schema: json.RawMessage(personSchema)}, Retries: ptr(11)})
+	var inv *InvalidError
+	if !errors.As(err, &inv) || inv.Errors[0].Path != "/retries" {
+		t.Fatalf("err = %v, want an error at /retries", err)
+	}
+}
+
+func TestUpstreamRetryThenFallback(t *testing.T) {
+	f := newFixture(t, fail(503), text("hello"))
+	res, err := f.svc.Sample(context.Background(), &Params{Request: Request{Messages: userText("hi"), MaxTokens: 5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Provider != "p" || len(f.p.got) != 2 {
+		t.Errorf("provider %s after %d calls; want p after 2", res.Provider, len(f.p.got))
+	}
+	checkCounter(t, f.m.UpstreamRetries.WithLabelValues("p", "server_error"), 1)
+
+	f = newFixture(t, fail(500), fail(502), fail(503))
+	f.q.replies = append(f.q.replies, text("from q"))
+	res, err = f.svc.Sample(context.Background(), &Params{Request: Request{Messages: userText("hi"), MaxTokens: 5}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Provider != "q" || res.Text != "from q" || f.q.got[0].Model != "m2" {
+		t.Errorf("answered by %s/%s %q; want the fallback q/m2", res.Provider, res.Model, res.Text)
+	}
+
+	f = newFixture(t, fail(400))
+	_, err = f.svc.Sample(context.Background(), &Params{Request: Request{Messages: userText("hi"), MaxTokens: 5}})
+	var up *UpstreamError
+	if !errors.As(err, &up) || up.Status != 400 || len(f.p.got) != 1 || len(f.q.got) != 0 {
+		t.Errorf("err = %v after %d+%d calls; want the 400 after one call, no fallback", err, len(f.p.got), len(f.q.got))
+	}
+}
+
+func checkCounter(t *testing.T, c prometheus.Collector, want float64) {
+	t.Helper()
+	if got := testutil.ToFloat64(c); got != want {
+		t.Errorf("counter = %v, want %v", got, want)
+	}
+}
+
+func TestSchemaLeafErrors(t *testing.T) {
+	schema := `{"type":"object","required":["user","tags"],"properties":{
+		"user":{"type":"object","required":["name","age"],"properties":{"name":{"type":"string","minLength":2},"age":{"type":"integer","minimum":0}}},
+		"tags":{"type":"array","items":{"type":"string"}}}}`
+	tests := []struct {
+		name, doc string
+		want      []string
+	}{
+		{name: "valid", doc: `{"user":{"name":"Ada","age":3},"tags":[]}`},
+		{name: "missing nested required", doc: `{"user":{"name":"Ada"},"tags":[]}`, want: []string{"/user"}},
+		{name: "nested bounds", doc: `{"user":{"name":"A","age":-1},"tags":["x",2]}`, want: []string{"/tags/1", "/user/age", "/user/name"}},
+		{name: "missing top-level", doc: `{}`, want: []string{"/"}},
+	}
+	cache := NewSchemaCache(0)
+	s, err := cache.Compile(json.RawMessage(schema), "/schema")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, e := range s.Validate(json.RawMessage(tt.doc)) {
+				got = append(got, e.Path)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("paths (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
