@@ -1,0 +1,371 @@
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"go.uber.org/goleak"
+
+	"github.com/sampled/sampled/internal/mcpschema"
+	"github.com/sampled/sampled/internal/metrics"
+	"github.com/sampled/sampled/internal/sampler"
+	"github.com/sampled/sampled/internal/sampler/offline"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// stack is a running service on the offline provider (plus extra providers).
+type stack struct {
+	url     string
+	metrics *metrics.Metrics
+	reg     *prometheus.Registry
+}
+
+func startStack(t *testing.T, maxBody int64, extra ...sampler.Provider) *stack {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	m := metrics.New(reg)
+	off := offline.New()
+	providers := []sampler.Provider{off}
+	var models []sampler.Model
+	for _, name := range off.Models() {
+		models = append(models, sampler.Model{Provider: off.Name(), Name: name})
+	}
+	for _, p := range extra {
+		providers = append(providers, p)
+		models = append(models, sampler.Model{Provider: p.Name(), Name: "m"})
+	}
+	cat, err := sampler.NewCatalog(models, "offline/default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := sampler.New(sampler.Options{Providers: providers, Catalog: cat, Metrics: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(New(Config{Sampler: svc, Metrics: m, Gatherer: reg, MaxBodyBytes: maxBody}))
+	t.Cleanup(srv.Close)
+	return &stack{url: srv.URL, metrics: m, reg: reg}
+}
+
+// post sends body and returns the status and decoded JSON answer.
+func (s *stack) post(t *testing.T, path, body string) (int, http.Header, map[string]any) {
+	t.Helper()
+	resp, err := http.Post(s.url+path, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		t.Fatalf("answer is not JSON: %v: %s", err, raw)
+	}
+	return resp.StatusCode, resp.Header, out
+}
+
+func errorPaths(out map[string]any) []string {
+	var paths []string
+	errs, _ := out["errors"].([]any)
+	for _, e := range errs {
+		paths = append(paths, e.(map[string]any)["path"].(string))
+	}
+	return paths
+}
+
+func TestSampleBadRequests(t *testing.T) {
+	s := startStack(t, 0)
+	tool := `{"name":"get_weather","inputSchema":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}`
+	tests := []struct {
+		name, body, wantPath string
+		wantStatus           int
+	}{
+		{"neither prompt nor messages", `{}`, "/prompt", 400},
+		{"both prompt and messages", `{"prompt":"a","messages":[{"role":"user","content":{"type":"text","text":"b"}}]}`, "/prompt", 400},
+		{"schema and tools", `{"prompt":"a","schema":{"type":"object"},"tools":[` + tool + `]}`, "/tools", 400},
+		{"invalid schema", `{"prompt":"a","schema":{"type":"object","properties":{"n":{"type":"nmber"}}}}`, "/schema/properties/n/type", 400},
+		{"tool_result mixed with text", `{"messages":[{"role":"user","content":{"type":"text","text":"w?"}},{"role":"assistant","content":{"type":"tool_use","id":"c1","name":"get_weather","input":{"city":"Oslo"}}},{"role":"user","content":[{"type":"tool_result","toolUseId":"c1","content":[]},{"type":"text","text":"x"}]}],"tools":[` + tool + `]}`, "/messages/2/content", 400},
+		{"tool_use unanswered", `{"messages":[{"role":"user","content":{"type":"text","text":"w?"}},{"role":"assistant","content":{"type":"tool_use","id":"c1","name":"get_weather","input":{}}},{"role":"user","content":{"type":"text","text":"?"}}]}`, "/messages/1/content/0", 400},
+		{"unknown model", `{"prompt":"a","model":"nowhere/none"}`, "/model", 400},
+		{"maxTokens zero", `{"prompt":"a","maxTokens":0}`, "/maxTokens", 400},
+		{"maxTokens negative", `{"prompt":"a","maxTokens":-4}`, "/maxTokens", 400},
+		{"maxTokens wrong type", `{"prompt":"a","maxTokens":"ten"}`, "/maxTokens", 400},
+		{"unknown member", `{"prompt":"a","max_tokens":5}`, "/max_tokens", 400},
+		{"not JSON", `{"prompt":`, "/", 400},
+		{"bad block", `{"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"text":"b"}]}]}`, "/messages/0/content/1", 400},
+		{"bad toolChoice mode", `{"prompt":"a","tools":[` + tool + `],"toolChoice":{"mode":"sometimes"}}`, "/toolChoice/mode", 400},
+		{"retries out of range", `{"prompt":"a","schema":{"type":"object"},"retries":99}`, "/retries", 400},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := "/v1/sample"
+			if strings.Contains(tt.body, "retries") {
+				path = "/v1/sample/schema"
+			}
+			status, h, out := s.post(t, path, tt.body)
+			if status != tt.wantStatus {
+				t.Fatalf("status %d, want %d: %v", status, tt.wantStatus, out)
+			}
+			if ct := h.Get("Content-Type"); ct != "application/problem+json" {
+				t.Errorf("content type %q", ct)
+			}
+			if paths := errorPaths(out); !contains(paths, tt.wantPath) {
+				t.Errorf("error paths %v do not name %s (%v)", paths, tt.wantPath, out["detail"])
+			}
+		})
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func TestBodyLimit(t *testing.T) {
+	s := startStack(t, 64)
+	status, _, out := s.post(t, "/v1/sample", `{"prompt":"`+strings.Repeat("x", 100)+`"}`)
+	if status != http.StatusRequestEntityTooLarge {
+		t.Fatalf("status %d, want 413: %v", status, out)
+	}
+}
+
+func TestSampleModes(t *testing.T) {
+	s := startStack(t, 0)
+	t.Run("plain", func(t *testing.T) {
+		status, _, out := s.post(t, "/v1/sample", `{"prompt":"Tell me about otters"}`)
+		if status != 200 || !strings.Contains(out["text"].(string), "Tell me about otters") {
+			t.Fatalf("status %d, answer %v", status, out)
+		}
+		for _, k := range []string{"parsed", "parseError", "toolCalls"} {
+			if _, ok := out[k]; ok {
+				t.Errorf("plain answer has %s", k)
+			}
+		}
+		if out["provider"] != "offline" || out["model"] != "default" || out["attempts"] != 1.0 || out["role"] != "assistant" {
+			t.Errorf("answer %v", out)
+		}
+	})
+	t.Run("schema", func(t *testing.T) {
+		status, _, out := s.post(t, "/v1/sample", `{"prompt":"a person","schema":{"type":"object","properties":{"email":{"type":"string","format":"email"}},"required":["email"]}}`)
+		parsed, _ := out["parsed"].(map[string]any)
+		if status != 200 || parsed["email"] == nil {
+			t.Fatalf("status %d, answer %v", status, out)
+		}
+	})
+	t.Run("schema parse error", func(t *testing.T) {
+		status, _, out := s.post(t, "/v1/sample", `{"prompt":"a person","model":"offline/broken","schema":{"type":"object"}}`)
+		if status != 200 || out["parsed"] != nil || out["parseError"] == nil {
+			t.Fatalf("status %d, answer %v", status, out)
+		}
+		if _, ok := out["parsed"]; !ok {
+			t.Error("parsed is absent; want null")
+		}
+	})
+	t.Run("tools with draft tool_choice", func(t *testing.T) {
+		status, _, out := s.post(t, "/v1/sample", `{"prompt":"hi","tools":[{"name":"lookup","inputSchema":{"type":"object","properties":{"q":{"type":"string"}},"required":["q"]}}],"tool_choice":"required"}`)
+		calls, _ := out["toolCalls"].([]any)
+		if status != 200 || len(calls) != 1 || out["stopReason"] != "toolUse" {
+			t.Fatalf("status %d, answer %v", status, out)
+		}
+	})
+	t.Run("tools without a call", func(t *testing.T) {
+		status, _, out := s.post(t, "/v1/sample", `{"prompt":"hi","tools":[{"name":"lookup","inputSchema":{"type":"object"}}],"toolChoice":{"mode":"none"}}`)
+		calls, ok := out["toolCalls"].([]any)
+		if status != 200 || !ok || len(calls) != 0 {
+			t.Fatalf("status %d, answer %v; want toolCalls: []", status, out)
+		}
+	})
+}
+
+// TestValidationMetrics drives offline/flaky and offline/broken through both
+// guaranteed helpers and checks each counter moves by exactly the expected
+// amount.
+func TestValidationMetrics(t *testing.T) {
+	s := startStack(t, 0)
+	schemaBody := func(model string) string {
+		return `{"prompt":"a city","model":"` + model + `","schema":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}}`
+	}
+	toolsBody := func(model string) string {
+		return `{"prompt":"weather","model":"` + model + `","tools":[{"name":"get_weather","inputSchema":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}]}`
+	}
+	m := s.metrics
+	type want struct {
+		status, attempts int
+	}
+	steps := []struct {
+		path, body string
+		want       want
+	}{
+		{"/v1/sample/schema", schemaBody("offline/flaky"), want{200, 2}},
+		{"/v1/sample/schema", schemaBody("offline/broken"), want{422, 3}},
+		{"/v1/sample/tools", toolsBody("offline/flaky"), want{200, 2}},
+		{"/v1/sample/tools", toolsBody("offline/broken"), want{422, 3}},
+		{"/v1/sample/schema", schemaBody("offline/default"), want{200, 1}},
+	}
+	for _, st := range steps {
+		status, _, out := s.post(t, st.path, st.body)
+		if status != st.want.status || out["attempts"] != float64(st.want.attempts) {
+			t.Fatalf("%s %s: status %d attempts %v, want %+v", st.path, st.body, status, out["attempts"], st.want)
+		}
+		if status == 422 {
+			if out["method"] == nil || out["lastResult"] == nil || len(errorPaths(out)) == 0 {
+				t.Errorf("422 problem lacks method/lastResult/errors: %v", out)
+			}
+		}
+	}
+	counts := []struct {
+		name string
+		c    prometheus.Collector
+		want float64
+	}{
+		{"schema invalid_json", m.ValidationFailures.WithLabelValues("sampleSchema", "invalid_json"), 1 + 3},
+		{"tools no_tool_call", m.ValidationFailures.WithLabelValues("sampleTools", "no_tool_call"), 1 + 3},
+		{"schema retries", m.ValidationRetries.WithLabelValues("sampleSchema"), 1 + 2},
+		{"tools retries", m.ValidationRetries.WithLabelValues("sampleTools"), 1 + 2},
+		{"schema exhausted", m.ValidationExhausted.WithLabelValues("sampleSchema"), 1},
+		{"tools exhausted", m.ValidationExhausted.WithLabelValues("sampleTools"), 1},
+		{"schema ok", m.Samples.WithLabelValues("sample_schema", "schema", "offline", "offline/flaky", "ok"), 1},
+		{"schema exhausted outcome", m.Samples.WithLabelValues("sample_schema", "schema", "offline", "offline/broken", "exhausted"), 1},
+		{"tools exhausted outcome", m.Samples.WithLabelValues("sample_tools", "tools", "offline", "offline/broken", "exhausted"), 1},
+		{"no upstream retries", m.UpstreamRetries.WithLabelValues("offline", "server_error"), 0},
+	}
+	for _, c := range counts {
+		if got := testutil.ToFloat64(c.c); got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, got, c.want)
+		}
+	}
+	// The same numbers are on GET /metrics.
+	resp, err := http.Get(s.url + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	for _, line := range []string{
+		`sampled_sample_validation_errors_total{method="sampleSchema"} 1`,
+		`sampled_validation_retries_total{method="sampleTools"} 3`,
+		`sampled_validation_failures_total{kind="invalid_json",method="sampleSchema"} 4`,
+	} {
+		if !bytes.Contains(body, []byte(line)) {
+			t.Errorf("/metrics lacks %q", line)
+		}
+	}
+}
+
+func TestMessagesEndpoint(t *testing.T) {
+	s := startStack(t, 0)
+	v, err := mcpschema.Load("../../reference/mcp/schema-2025-11-25.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob("../../reference/mcp/examples/CreateMessageRequestParams/*.json")
+	if len(files) == 0 {
+		t.Fatal("no fixtures")
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			body, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := v.Validate("CreateMessageRequestParams", body); err != nil {
+				t.Fatalf("fixture: %v", err)
+			}
+			resp, err := http.Post(s.url+"/v1/messages", "application/json", bytes.NewReader(body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Fatalf("status %d: %s", resp.StatusCode, raw)
+			}
+			if err := v.Validate("CreateMessageResult", raw); err != nil {
+				t.Errorf("%v\n%s", err, raw)
+			}
+			var res sampler.CreateMessageResult
+			if err := json.Unmarshal(raw, &res); err != nil {
+				t.Fatal(err)
+			}
+			single := bytes.Contains(raw, []byte(`"content":{`))
+			if single != (len(res.Content) == 1) {
+				t.Errorf("content shape: %s", raw)
+			}
+		})
+	}
+	t.Run("invalid params", func(t *testing.T) {
+		status, _, out := s.post(t, "/v1/messages", `{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}]}`)
+		if status != 400 || out["code"] != float64(-32602) || !contains(errorPaths(out), "/maxTokens") {
+			t.Fatalf("status %d: %v", status, out)
+		}
+	})
+}
+
+// blocking is a provider that waits for its context to end and reports it.
+type blocking struct {
+	started, cancelled chan struct{}
+}
+
+func (b *blocking) Name() string { return "blocking" }
+
+func (b *blocking) Sample(ctx context.Context, _ *sampler.Request) (*sampler.Response, error) {
+	close(b.started)
+	<-ctx.Done()
+	close(b.cancelled)
+	return nil, ctx.Err()
+}
+
+func TestClientGoneCancelsWork(t *testing.T) {
+	b := &blocking{started: make(chan struct{}), cancelled: make(chan struct{})}
+	s := startStack(t, 0, b)
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.url+"/v1/sample", strings.NewReader(`{"prompt":"hi","model":"blocking/m"}`))
+	req.Header.Set("Content-Type", "application/json")
+	done := make(chan error, 1)
+	go func() {
+		resp, err := http.DefaultTransport.RoundTrip(req)
+		if err == nil {
+			resp.Body.Close()
+		}
+		done <- err
+	}()
+	<-b.started
+	cancel()
+	<-b.cancelled
+	if err := <-done; err == nil {
+		t.Error("the request succeeded after its client went away")
+	}
+	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+}
+
+func TestProblemForUnknownRoute(t *testing.T) {
+	s := startStack(t, 0)
+	resp, err := http.Get(s.url + "/v2/nothing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var p map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&p)
+	if diff := cmp.Diff([]any{404.0, "application/problem+json"}, []any{p["status"], resp.Header.Get("Content-Type")}); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if resp.Header.Get("X-Request-ID") == "" {
+		t.Error("no X-Request-ID")
+	}
+}

@@ -1,0 +1,270 @@
+// Package offline is sampled's deterministic offline provider, the default
+// provider of the service: it needs no key and no network. The same request
+// always gives the same response. Plain requests get a visibly synthetic
+// echo of the last user text, schema requests a value generated to satisfy
+// the schema (see Value), tools requests a call of the tool the prompt
+// names, with arguments valid against its input schema.
+//
+// Besides "default" it serves two fault models that exercise the retries
+// of guaranteed helpers: "flaky" breaks the first attempt of every request
+// (malformed JSON in schema mode, no tool call in tools mode) and "broken"
+// breaks every attempt.
+package offline
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/sampled/sampled/internal/sampler"
+)
+
+// Model names of the offline provider.
+const (
+	ModelDefault = "default"
+	ModelFlaky   = "flaky"
+	ModelBroken  = "broken"
+)
+
+// maxQuote bounds, in runes, the user text and tool results quoted in
+// answers.
+const maxQuote = 200
+
+// Provider is the offline provider. Its zero value is ready to use.
+type Provider struct{}
+
+// New returns an offline provider.
+func New() *Provider { return &Provider{} }
+
+// Name returns "offline".
+func (p *Provider) Name() string { return "offline" }
+
+// Models returns the models the provider serves: "default", "flaky" and
+// "broken".
+func (p *Provider) Models() []string { return []string{ModelDefault, ModelFlaky, ModelBroken} }
+
+// Sample answers req deterministically. An empty model is "default"; an
+// unknown one is an error. It returns ctx.Err() when ctx is done.
+func (p *Provider) Sample(ctx context.Context, req *sampler.Request) (*sampler.Response, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if req == nil {
+		return nil, errors.New("offline: nil request")
+	}
+	model := req.Model
+	if model == "" {
+		model = ModelDefault
+	}
+	switch model {
+	case ModelDefault, ModelFlaky, ModelBroken:
+	default:
+		return nil, fmt.Errorf("offline: unknown model %q", model)
+	}
+	broken := model == ModelBroken || (model == ModelFlaky && req.Attempt <= 1)
+
+	var (
+		content []sampler.Content
+		stop    string
+		err     error
+	)
+	switch req.Mode() {
+	case sampler.ModeSchema:
+		content, stop, err = schemaAnswer(req, broken)
+	case sampler.ModeTools:
+		content, stop, err = toolsAnswer(req, broken)
+	default:
+		content, stop = textAnswer(req)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return &sampler.Response{
+		Model:      model,
+		Content:    content,
+		StopReason: stop,
+		Usage:      sampler.Usage{InputTokens: requestTokens(req), OutputTokens: contentTokens(content)},
+	}, nil
+}
+
+// textAnswer is the plain-mode answer, cut to MaxTokens words.
+func textAnswer(req *sampler.Request) ([]sampler.Content, string) {
+	text := replyText(req)
+	stop := sampler.StopEndTurn
+	if words := strings.Fields(text); req.MaxTokens > 0 && len(words) > req.MaxTokens {
+		text = strings.Join(words[:req.MaxTokens], " ")
+		stop = sampler.StopMaxTokens
+	}
+	return []sampler.Content{sampler.TextBlock(text)}, stop
+}
+
+// replyText echoes the last user message, or quotes the tool results it
+// carries.
+func replyText(req *sampler.Request) string {
+	i := lastUserIndex(req.Messages)
+	if i < 0 {
+		return "[offline] There is no user message to answer."
+	}
+	msg := req.Messages[i]
+	if results := toolResults(msg); len(results) > 0 {
+		return toolResultsText(req.Messages[:i], results)
+	}
+	text := strings.TrimSpace(sampler.TextOf(msg.Content))
+	if text == "" {
+		var kinds []string
+		for _, c := range msg.Content {
+			if !containsString(kinds, c.Type) {
+				kinds = append(kinds, c.Type)
+			}
+		}
+		if len(kinds) == 0 {
+			return "[offline] You sent an empty message."
+		}
+		return "[offline] You sent no text, only " + strings.Join(kinds, ", ") + " content."
+	}
+	return `[offline] You said: "` + quoteClip(text) + `"`
+}
+
+// quoteClip cuts s to maxQuote runes, marking the cut with an ellipsis.
+func quoteClip(s string) string {
+	if utf8.RuneCountInString(s) <= maxQuote {
+		return s
+	}
+	return clipRunes(s, maxQuote) + "…"
+}
+
+// lastUserIndex returns the index of the last user message, or -1.
+func lastUserIndex(msgs []sampler.Message) int {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == sampler.RoleUser {
+			return i
+		}
+	}
+	return -1
+}
+
+// toolResults returns the tool_result blocks of m.
+func toolResults(m sampler.Message) []sampler.Content {
+	var out []sampler.Content
+	for _, c := range m.Content {
+		if c.Type == sampler.BlockToolResult {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// seedText is the text of the last user message that has text: it drives
+// the generated strings and the choice of tool.
+func seedText(req *sampler.Request) string {
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if m := req.Messages[i]; m.Role == sampler.RoleUser {
+			if t := strings.TrimSpace(sampler.TextOf(m.Content)); t != "" {
+				return t
+			}
+		}
+	}
+	return ""
+}
+
+// toolResultsText quotes each result with the name of the tool whose call
+// it answers, found among the tool_use blocks of prev.
+func toolResultsText(prev []sampler.Message, results []sampler.Content) string {
+	parts := make([]string, 0, len(results))
+	for _, r := range results {
+		body := sampler.TextOf(r.Content)
+		if body == "" && len(r.StructuredContent) > 0 {
+			var buf bytes.Buffer
+			if json.Compact(&buf, r.StructuredContent) == nil {
+				body = buf.String()
+			} else {
+				body = string(r.StructuredContent)
+			}
+		}
+		part := toolNameFor(prev, r.ToolUseID) + " → "
+		if r.IsError != nil && *r.IsError {
+			part += "error "
+		}
+		parts = append(parts, part+strconv.Quote(quoteClip(body)))
+	}
+	return "[offline] Tool results: " + strings.Join(parts, "; ")
+}
+
+// toolNameFor returns the name of the tool called with id, searching the
+// newest messages first; it falls back to the id itself.
+func toolNameFor(prev []sampler.Message, id string) string {
+	for i := len(prev) - 1; i >= 0; i-- {
+		for _, c := range prev[i].Content {
+			if c.Type == sampler.BlockToolUse && c.ID == id && c.Name != "" {
+				return c.Name
+			}
+		}
+	}
+	if id == "" {
+		return "tool"
+	}
+	return id
+}
+
+// schemaAnswer is the schema-mode answer: the compact JSON of a value
+// generated from the schema, malformed when broken.
+func schemaAnswer(req *sampler.Request, broken bool) ([]sampler.Content, string, error) {
+	raw, _, err := generate(req.Schema, seedText(req), false)
+	if err != nil {
+		return nil, "", err
+	}
+	text := string(raw)
+	if broken {
+		text = breakJSON(text)
+	}
+	return []sampler.Content{sampler.TextBlock(text)}, sampler.StopEndTurn, nil
+}
+
+// breakJSON returns text that is not valid JSON: a container or string cut
+// before its last character, any other value behind an unfinished member.
+func breakJSON(s string) string {
+	if s != "" && strings.ContainsRune(`{["`, rune(s[0])) {
+		return s[:len(s)-1]
+	}
+	return `{"oops": ` + s
+}
+
+// countWords counts whitespace-separated words.
+func countWords(s string) int { return len(strings.Fields(s)) }
+
+// requestTokens roughly counts the words of all text in req, at least 1.
+func requestTokens(req *sampler.Request) int {
+	n := countWords(req.SystemPrompt)
+	for _, m := range req.Messages {
+		n += blockWords(m.Content)
+	}
+	return max(n, 1)
+}
+
+// contentTokens roughly counts the words of an answer, at least 1.
+func contentTokens(content []sampler.Content) int {
+	return max(blockWords(content), 1)
+}
+
+func blockWords(content []sampler.Content) int {
+	n := 0
+	for _, c := range content {
+		switch c.Type {
+		case sampler.BlockText:
+			n += countWords(c.Text)
+		case sampler.BlockToolUse:
+			n += countWords(string(c.Input))
+		case sampler.BlockToolResult:
+			n += blockWords(c.Content) + countWords(string(c.StructuredContent))
+		}
+	}
+	return n
+}

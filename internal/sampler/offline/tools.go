@@ -1,0 +1,155 @@
+package offline
+
+import (
+	"bytes"
+	"fmt"
+	"hash/fnv"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/sampled/sampled/internal/sampler"
+)
+
+// toolsAnswer is the tools-mode answer: one tool_use block, or a text
+// answer when the tool choice, the prompt or the fault model says so.
+func toolsAnswer(req *sampler.Request, broken bool) ([]sampler.Content, string, error) {
+	seed := seedText(req)
+	afterResults := false
+	if i := lastUserIndex(req.Messages); i >= 0 {
+		afterResults = len(toolResults(req.Messages[i])) > 0
+	}
+	var tool *sampler.Tool
+	switch mode := req.ToolChoice.EffectiveMode(); mode {
+	case sampler.ToolChoiceNone:
+	case sampler.ToolChoiceTool:
+		name := req.ToolChoice.Name
+		for i := range req.Tools {
+			if req.Tools[i].Name == name {
+				tool = &req.Tools[i]
+				break
+			}
+		}
+		if tool == nil {
+			return nil, "", fmt.Errorf("offline: tool %q is not among the request's tools", name)
+		}
+	case sampler.ToolChoiceRequired:
+		tool = bestTool(req.Tools, seed)
+		if tool == nil {
+			tool = &req.Tools[0]
+		}
+	case sampler.ToolChoiceAuto:
+		if !afterResults {
+			tool = bestTool(req.Tools, seed)
+		}
+	default:
+		return nil, "", fmt.Errorf("offline: unknown tool choice mode %q", mode)
+	}
+	if tool == nil || broken {
+		content, stop := textAnswer(req)
+		return content, stop, nil
+	}
+	schema := tool.InputSchema
+	if len(bytes.TrimSpace(schema)) == 0 || bytes.Equal(bytes.TrimSpace(schema), []byte("null")) {
+		schema = []byte(`{"type":"object"}`)
+	}
+	input, _, err := generate(schema, seed, true)
+	if err != nil {
+		return nil, "", fmt.Errorf("offline: tool %q: %w", tool.Name, err)
+	}
+	return []sampler.Content{{
+		Type:  sampler.BlockToolUse,
+		ID:    callID(req, tool.Name, input),
+		Name:  tool.Name,
+		Input: input,
+	}}, sampler.StopToolUse, nil
+}
+
+// callID derives a tool call id from the conversation and the call.
+func callID(req *sampler.Request, name string, input []byte) string {
+	h := fnv.New32a()
+	for _, m := range req.Messages {
+		b, _ := m.MarshalJSON()
+		h.Write(b)
+		h.Write([]byte{0})
+	}
+	h.Write([]byte(name))
+	h.Write([]byte{0})
+	h.Write(input)
+	return fmt.Sprintf("call_%08x", h.Sum32())
+}
+
+// bestTool returns the tool whose name and description share the most
+// words with text (a name word counts thrice), or nil when none shares any.
+// Ties go to the earlier tool.
+func bestTool(tools []sampler.Tool, text string) *sampler.Tool {
+	said := map[string]bool{}
+	for _, w := range matchWords(text) {
+		said[w] = true
+	}
+	best, bestScore := -1, 0
+	for i, t := range tools {
+		score := 0
+		counted := map[string]bool{}
+		for _, w := range matchWords(t.Name + " " + t.Title) {
+			if said[w] && !counted[w] {
+				counted[w] = true
+				score += 3
+			}
+		}
+		for _, w := range matchWords(t.Description) {
+			if said[w] && !counted[w] {
+				counted[w] = true
+				score++
+			}
+		}
+		if score > bestScore {
+			best, bestScore = i, score
+		}
+	}
+	if best < 0 {
+		return nil
+	}
+	return &tools[best]
+}
+
+// matchWords splits s into lower-case words for matching: on anything but
+// letters and digits and at camelCase humps, leaving out words shorter than
+// 3 letters and stop words, with a plural "s" dropped.
+func matchWords(s string) []string {
+	var out []string
+	for _, w := range splitWords(s) {
+		w = strings.ToLower(w)
+		if utf8.RuneCountInString(w) < 3 || isStopWord(w) {
+			continue
+		}
+		if len(w) > 4 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") {
+			w = w[:len(w)-1]
+		}
+		out = append(out, w)
+	}
+	return out
+}
+
+// splitWords splits s on non-alphanumeric runes and camelCase boundaries:
+// "getWeather" is get, Weather; "HTTPServer" is HTTP, Server.
+func splitWords(s string) []string {
+	var words []string
+	for _, field := range strings.FieldsFunc(s, func(r rune) bool {
+		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
+	}) {
+		rs := []rune(field)
+		start := 0
+		for i := 1; i < len(rs); i++ {
+			prev, cur := rs[i-1], rs[i]
+			lowerToUpper := unicode.IsLower(prev) && unicode.IsUpper(cur)
+			acronymEnd := unicode.IsUpper(prev) && unicode.IsUpper(cur) && i+1 < len(rs) && unicode.IsLower(rs[i+1])
+			if lowerToUpper || acronymEnd {
+				words = append(words, string(rs[start:i]))
+				start = i
+			}
+		}
+		words = append(words, string(rs[start:]))
+	}
+	return words
+}
