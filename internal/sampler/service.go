@@ -33,6 +33,9 @@ type Options struct {
 	DefaultMaxTokens int
 	// Schemas nil means a new cache of 512 schemas.
 	Schemas *SchemaCache
+	// CallTimeout bounds each upstream call, even one whose server accepted
+	// the connection and then said nothing; 0 means 120 s.
+	CallTimeout time.Duration
 }
 
 // Service runs sampling requests against the configured providers.
@@ -44,6 +47,7 @@ type Service struct {
 	validation       retry.Validation
 	defaultMaxTokens int
 	schemas          *SchemaCache
+	callTimeout      time.Duration
 }
 
 // New checks that every catalog model has a provider and returns a Service.
@@ -59,6 +63,10 @@ func New(o Options) (*Service, error) {
 		validation:       o.Validation,
 		defaultMaxTokens: o.DefaultMaxTokens,
 		schemas:          o.Schemas,
+		callTimeout:      o.CallTimeout,
+	}
+	if s.callTimeout <= 0 {
+		s.callTimeout = 120 * time.Second
 	}
 	if s.metrics == nil {
 		s.metrics = metrics.New(nil)
@@ -90,12 +98,14 @@ func (s *Service) DefaultMaxTokens() int { return s.defaultMaxTokens }
 // bad answer is reported in Result.ParseError, not retried.
 func (s *Service) Sample(ctx context.Context, p *Params) (*Result, error) {
 	start := time.Now()
+	var up time.Duration
+	defer func() { s.metrics.GatewayOverhead.Observe((time.Since(start) - up).Seconds()) }()
 	model, err := s.prepare(p)
 	if err != nil {
 		s.count(p, model, "invalid_request")
 		return nil, err
 	}
-	res, err := s.attempt(ctx, model, &p.Request)
+	res, err := s.attempt(ctx, model, &p.Request, &up)
 	if err != nil {
 		s.count(p, model, outcomeOf(ctx, err))
 		return nil, err
@@ -147,6 +157,8 @@ func (s *Service) SampleTools(ctx context.Context, p *Params) (*Result, error) {
 
 func (s *Service) guaranteed(ctx context.Context, p *Params, method string) (*Result, error) {
 	start := time.Now()
+	var up time.Duration
+	defer func() { s.metrics.GatewayOverhead.Observe((time.Since(start) - up).Seconds()) }()
 	attempts, err := s.validation.Attempts(p.Retries)
 	if err != nil {
 		s.count(p, Model{}, "invalid_request")
@@ -164,7 +176,7 @@ func (s *Service) guaranteed(ctx context.Context, p *Params, method string) (*Re
 	var errs []FieldError
 	for a := 1; a <= attempts; a++ {
 		req.Attempt = a
-		res, err := s.attempt(ctx, model, &req)
+		res, err := s.attempt(ctx, model, &req, &up)
 		if err != nil {
 			s.count(p, model, outcomeOf(ctx, err))
 			return nil, err
@@ -220,7 +232,8 @@ func (s *Service) prepare(p *Params) (Model, error) {
 }
 
 // attempt calls the model, with upstream retries, and then its fallbacks.
-func (s *Service) attempt(ctx context.Context, model Model, req *Request) (*Result, error) {
+// Time spent waiting on providers is added to *upstream.
+func (s *Service) attempt(ctx context.Context, model Model, req *Request, upstream *time.Duration) (*Result, error) {
 	candidates := append([]string{model.ID()}, model.Fallbacks...)
 	var lastErr error
 	for _, id := range candidates {
@@ -239,12 +252,14 @@ func (s *Service) attempt(ctx context.Context, model Model, req *Request) (*Resu
 		err = up.Do(ctx, func(ctx context.Context) error {
 			t0 := time.Now()
 			var err error
-			resp, err = prov.Sample(ctx, &r)
+			resp, err = s.call(ctx, prov, &r)
+			d := time.Since(t0)
+			*upstream += d
 			outcome := "ok"
 			if err != nil {
 				outcome = "error"
 			}
-			s.metrics.UpstreamDuration.WithLabelValues(m.Provider, m.ID(), outcome).Observe(time.Since(t0).Seconds())
+			s.metrics.UpstreamDuration.WithLabelValues(m.Provider, m.ID(), outcome).Observe(d.Seconds())
 			return err
 		})
 		if err == nil {
@@ -258,6 +273,22 @@ func (s *Service) attempt(ctx context.Context, model Model, req *Request) (*Resu
 		}
 	}
 	return nil, lastErr
+}
+
+// call runs one provider call under the per-call timeout. A call cut off by
+// that timeout, while the caller still waits, is an upstream timeout.
+func (s *Service) call(ctx context.Context, prov Provider, req *Request) (*Response, error) {
+	cctx, cancel := context.WithTimeout(ctx, s.callTimeout)
+	defer cancel()
+	resp, err := prov.Sample(cctx, req)
+	if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+		var ue *UpstreamError
+		if !errors.As(err, &ue) || !ue.Timeout {
+			return nil, &UpstreamError{Provider: prov.Name(), Timeout: true,
+				Message: fmt.Sprintf("no answer within %s", s.callTimeout), Err: err}
+		}
+	}
+	return resp, err
 }
 
 func (s *Service) result(m Model, req *Request, resp *Response) *Result {

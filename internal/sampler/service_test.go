@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
@@ -315,5 +316,34 @@ func TestSchemaLeafErrors(t *testing.T) {
 				t.Errorf("paths (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// silent is a provider that never answers until its context ends.
+type silent struct{ calls int }
+
+func (s *silent) Name() string { return "p" }
+
+func (s *silent) Sample(ctx context.Context, _ *Request) (*Response, error) {
+	s.calls++
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+func TestCallTimeoutIsAnUpstreamTimeout(t *testing.T) {
+	cat, _ := NewCatalog([]Model{{Provider: "p", Name: "m"}}, "")
+	sp := &silent{}
+	svc, err := New(Options{Providers: []Provider{sp}, Catalog: cat, CallTimeout: 20 * time.Millisecond,
+		Upstream: retry.Upstream{MaxAttempts: 2, Rand: func() float64 { return 0 }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = svc.Sample(context.Background(), &Params{Request: Request{Messages: userText("hi"), MaxTokens: 5}})
+	var ue *UpstreamError
+	if !errors.As(err, &ue) || !ue.Timeout {
+		t.Fatalf("err = %v, want an upstream timeout", err)
+	}
+	if sp.calls != 2 {
+		t.Errorf("%d calls, want 2 (a timeout is retryable)", sp.calls)
 	}
 }

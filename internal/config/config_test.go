@@ -1,0 +1,163 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func files(m map[string]string) func(string) ([]byte, error) {
+	return func(p string) ([]byte, error) {
+		if v, ok := m[p]; ok {
+			return []byte(v), nil
+		}
+		return nil, fs.ErrNotExist
+	}
+}
+
+func ids(c *Config) []string {
+	var out []string
+	for _, p := range c.Providers {
+		for _, m := range p.Models {
+			out = append(out, p.Name+"/"+m.Name)
+		}
+	}
+	return out
+}
+
+func TestFromEnv(t *testing.T) {
+	tests := []struct {
+		name        string
+		env         map[string]string
+		wantIDs     []string
+		wantDefault string
+	}{
+		{name: "nothing: offline", env: nil, wantIDs: []string{"offline/default", "offline/flaky", "offline/broken"}},
+		{name: "offline flaky default", env: map[string]string{"SAMPLING_MODEL": "flaky"}, wantIDs: []string{"offline/default", "offline/flaky", "offline/broken"}, wantDefault: "offline/flaky"},
+		{name: "openai", env: map[string]string{"SAMPLING_PROVIDER": "openai", "SAMPLING_API_KEY": "sk-1", "SAMPLING_MODEL": "gpt-4.1"},
+			wantIDs: []string{"openai/gpt-4.1", "offline/default", "offline/flaky", "offline/broken"}, wantDefault: "openai/gpt-4.1"},
+		{name: "ollama without key", env: map[string]string{"SAMPLING_PROVIDER": "ollama", "SAMPLING_ENDPOINT": "http://127.0.0.1:11434"},
+			wantIDs: []string{"ollama/llama3.2", "offline/default", "offline/flaky", "offline/broken"}, wantDefault: "ollama/llama3.2"},
+		{name: "openai-compatible server without key", env: map[string]string{"SAMPLING_PROVIDER": "openai", "SAMPLING_ENDPOINT": "http://127.0.0.1:8000/v1", "SAMPLING_MODEL": "qwen"},
+			wantIDs: []string{"openai/qwen", "offline/default", "offline/flaky", "offline/broken"}, wantDefault: "openai/qwen"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := Load(env(tt.env), files(nil))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.wantIDs, ids(c)); diff != "" {
+				t.Errorf("models (-want +got):\n%s", diff)
+			}
+			if c.Default != tt.wantDefault {
+				t.Errorf("default %q, want %q", c.Default, tt.wantDefault)
+			}
+		})
+	}
+}
+
+const goodYAML = `
+default: smart
+callTimeout: 90s
+providers:
+  - name: openai
+    type: openai
+    apiKeyEnv: OPENAI_API_KEY
+    models:
+      - name: gpt-4o-mini
+        aliases: [fast]
+        cost: 0.9
+        speed: 0.9
+        intelligence: 0.5
+  - name: claude
+    type: anthropic
+    apiKeyFile: /run/secrets/anthropic
+    models:
+      - name: claude-sonnet-4-5
+        aliases: [smart]
+        intelligence: 0.95
+        fallbacks: [fast]
+  - name: local
+    type: ollama
+    endpoint: http://127.0.0.1:11434
+    models:
+      - name: llama3.2
+mcpServers:
+  git:
+    command: mcp-server-git
+    args: ["--repository", "."]
+  remote:
+    url: http://127.0.0.1:9000/mcp
+`
+
+func TestFile(t *testing.T) {
+	c, err := Load(env(map[string]string{"SAMPLED_CONFIG": "/etc/sampled.yaml", "OPENAI_API_KEY": "sk-openai-secret"}),
+		files(map[string]string{"/etc/sampled.yaml": goodYAML, "/run/secrets/anthropic": "sk-ant-secret\n"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"openai/gpt-4o-mini", "claude/claude-sonnet-4-5", "local/llama3.2", "offline/default", "offline/flaky", "offline/broken"}
+	if diff := cmp.Diff(want, ids(c)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if c.Providers[0].APIKey.Reveal() != "sk-openai-secret" || c.Providers[1].APIKey.Reveal() != "sk-ant-secret" {
+		t.Error("keys not resolved")
+	}
+	if len(c.MCPServers) != 2 || c.MCPServers["git"].Command != "mcp-server-git" {
+		t.Errorf("mcpServers = %+v", c.MCPServers)
+	}
+	for _, f := range []string{"%v", "%+v", "%#v", "%s"} {
+		if s := fmt.Sprintf(f, c); strings.Contains(s, "sk-openai-secret") || strings.Contains(s, "sk-ant-secret") {
+			t.Errorf("%s prints a key: %s", f, s)
+		}
+	}
+}
+
+func TestBadConfigNamesTheField(t *testing.T) {
+	base := func(s string) string { return "providers:\n  - name: local\n    type: ollama\n    models:\n" + s }
+	tests := []struct {
+		name, yaml, want string
+		env              map[string]string
+	}{
+		{name: "unknown field", yaml: "providers:\n  - name: x\n    typ: openai\n", want: "field typ not found"},
+		{name: "bad type", yaml: "providers:\n  - name: x\n    type: gemini\n    models: [{name: m}]\n", want: "providers[0].type"},
+		{name: "no models", yaml: "providers:\n  - name: x\n    type: ollama\n", want: "providers[0].models"},
+		{name: "score out of range", yaml: base("      - name: m\n        cost: 3\n"), want: "providers[0].models[0].cost"},
+		{name: "unknown fallback", yaml: base("      - name: m\n        fallbacks: [nope/x]\n"), want: "providers[0].models[0].fallbacks[0]"},
+		{name: "unknown default", yaml: "default: nope\n" + base("      - name: m\n"), want: "default"},
+		{name: "duplicate alias", yaml: base("      - name: m\n        aliases: [a]\n      - name: n\n        aliases: [a]\n"), want: "providers[0].models[1].aliases[0]"},
+		{name: "bad duration", yaml: "callTimeout: soon\n" + base("      - name: m\n"), want: "duration"},
+		{name: "missing key env", yaml: "providers:\n  - name: o\n    type: openai\n    apiKeyEnv: NOPE\n    models: [{name: m}]\n", want: "providers[0].apiKeyEnv"},
+		{name: "anthropic without key", yaml: "providers:\n  - name: a\n    type: anthropic\n    models: [{name: m}]\n", want: "providers[0]: anthropic needs an API key"},
+		{name: "bad endpoint", yaml: "providers:\n  - name: o\n    type: ollama\n    endpoint: localhost:11434\n    models: [{name: m}]\n", want: "providers[0].endpoint"},
+		{name: "mcp server without command or url", yaml: base("      - name: m\n") + "mcpServers:\n  git: {}\n", want: "mcpServers.git"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e := map[string]string{"SAMPLED_CONFIG": "c.yaml"}
+			_, err := Load(env(e), files(map[string]string{"c.yaml": tt.yaml}))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("err = %v, want one naming %q", err, tt.want)
+			}
+		})
+	}
+	t.Run("bad provider env", func(t *testing.T) {
+		_, err := Load(env(map[string]string{"SAMPLING_PROVIDER": "gemini"}), nil)
+		if err == nil || !strings.Contains(err.Error(), "SAMPLING_PROVIDER") {
+			t.Errorf("err = %v", err)
+		}
+	})
+	t.Run("missing file", func(t *testing.T) {
+		_, err := Load(env(map[string]string{"SAMPLED_CONFIG": "nope.yaml"}), files(nil))
+		if !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("err = %v", err)
+		}
+	})
+}
