@@ -32,7 +32,7 @@ type stack struct {
 	reg     *prometheus.Registry
 }
 
-func startStack(t *testing.T, maxBody int64, extra ...sampler.Provider) *stack {
+func startStack(t testing.TB, maxBody int64, extra ...sampler.Provider) *stack {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	m := metrics.New(reg)

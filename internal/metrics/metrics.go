@@ -20,6 +20,15 @@ type Metrics struct {
 	UpstreamDuration    *prometheus.HistogramVec // provider, model, outcome
 	Tokens              *prometheus.CounterVec   // provider, model, type
 	GatewayOverhead     prometheus.Histogram
+
+	LoopsTotal       *prometheus.CounterVec   // status
+	LoopsActive      prometheus.Gauge         //
+	LoopIterations   prometheus.Histogram     //
+	ToolCalls        *prometheus.CounterVec   // tool, outcome
+	ToolCallDuration *prometheus.HistogramVec // server
+	SSESubscribers   prometheus.Gauge         //
+	SSEEvents        *prometheus.CounterVec   // event
+	MCPServerUp      *prometheus.GaugeVec     // server
 }
 
 // Validation failure kinds, the values of the kind label.
@@ -78,11 +87,46 @@ func New(reg prometheus.Registerer) *Metrics {
 			Help:    "Time a sampling request spends in sampled itself, upstream calls excluded.",
 			Buckets: []float64{0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1},
 		}),
+		LoopsTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sampled_loops_total",
+			Help: "Tool loops finished, by terminal status.",
+		}, []string{"status"}),
+		LoopsActive: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "sampled_loops_active",
+			Help: "Tool loops running now.",
+		}),
+		LoopIterations: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "sampled_loop_iterations",
+			Help:    "Iterations a finished tool loop ran.",
+			Buckets: []float64{1, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 50, 100},
+		}),
+		ToolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sampled_tool_calls_total",
+			Help: "Tool calls made by loops, by exposed tool name (known tools only, else other) and outcome.",
+		}, []string{"tool", "outcome"}),
+		ToolCallDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "sampled_tool_call_duration_seconds",
+			Help:    "Duration of tool calls, by MCP server.",
+			Buckets: []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
+		}, []string{"server"}),
+		SSESubscribers: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "sampled_sse_subscribers",
+			Help: "Open SSE streams of loop events.",
+		}),
+		SSEEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sampled_sse_events_total",
+			Help: "Loop events published, by event name.",
+		}, []string{"event"}),
+		MCPServerUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "sampled_mcp_server_up",
+			Help: "Whether an MCP tool server is connected (1) or not (0).",
+		}, []string{"server"}),
 	}
 	if reg != nil {
 		reg.MustRegister(m.HTTPRequests, m.HTTPDuration, m.Samples, m.ValidationFailures,
 			m.ValidationRetries, m.ValidationExhausted, m.UpstreamRetries, m.UpstreamDuration,
-			m.Tokens, m.GatewayOverhead)
+			m.Tokens, m.GatewayOverhead, m.LoopsTotal, m.LoopsActive, m.LoopIterations,
+			m.ToolCalls, m.ToolCallDuration, m.SSESubscribers, m.SSEEvents, m.MCPServerUp)
 	}
 	return m
 }
