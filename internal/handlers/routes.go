@@ -2,13 +2,11 @@ package handlers
 
 import (
 	"net/http"
-
-	"github.com/go-chi/chi/v5"
 )
 
 // routes lists every route of the service on one screen.
 func (s *server) routes() http.Handler {
-	r := chi.NewRouter()
+	r := s.mux
 	r.Use(s.requestID, s.recoverer, s.instrument)
 	r.NotFound(s.notFound)
 	r.MethodNotAllowed(s.methodNotAllowed)

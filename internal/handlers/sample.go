@@ -21,7 +21,7 @@ type sampleBody struct {
 	ModelPreferences *sampler.ModelPreferences `json:"modelPreferences"`
 	Model            string                    `json:"model"`
 	Schema           json.RawMessage           `json:"schema"`
-	Tools            []sampler.Tool            `json:"tools"`
+	Tools            []json.RawMessage         `json:"tools"`
 	ToolChoice       *sampler.ToolChoice       `json:"toolChoice"`
 	// ToolChoiceDraft is the draft spelling, accepted on input.
 	ToolChoiceDraft *sampler.ToolChoice `json:"tool_choice"`
@@ -30,7 +30,7 @@ type sampleBody struct {
 
 // params checks the body's own rules and converts it for the domain.
 func (b *sampleBody) params(defaultMaxTokens int, endpoint string) (*sampler.Params, error) {
-	var errs []sampler.FieldError
+	tools, errs := decodeItems[sampler.Tool]("tools", b.Tools)
 	add := func(path, format string, args ...any) {
 		errs = append(errs, sampler.FieldError{Path: path, Message: fmt.Sprintf(format, args...)})
 	}
@@ -41,6 +41,9 @@ func (b *sampleBody) params(defaultMaxTokens int, endpoint string) (*sampler.Par
 		add("/prompt", "give either prompt or messages, not both")
 	case b.Prompt != nil && *b.Prompt == "":
 		add("/prompt", "prompt must not be empty")
+	}
+	if b.Retries != nil && endpoint == "sample" {
+		add("/retries", "retries applies to /v1/sample/schema and /v1/sample/tools only")
 	}
 	if b.ToolChoice != nil && b.ToolChoiceDraft != nil {
 		add("/tool_choice", "give toolChoice or tool_choice, not both")
@@ -56,7 +59,7 @@ func (b *sampleBody) params(defaultMaxTokens int, endpoint string) (*sampler.Par
 			StopSequences: b.StopSequences,
 			Metadata:      b.Metadata,
 			Schema:        b.Schema,
-			Tools:         b.Tools,
+			Tools:         tools,
 			ToolChoice:    b.ToolChoice,
 		},
 		ModelSpec:        b.Model,

@@ -106,11 +106,14 @@ func TestSampleBadRequests(t *testing.T) {
 		{"bad block", `{"messages":[{"role":"user","content":[{"type":"text","text":"a"},{"text":"b"}]}]}`, "/messages/0/content/1", 400},
 		{"bad toolChoice mode", `{"prompt":"a","tools":[` + tool + `],"toolChoice":{"mode":"sometimes"}}`, "/toolChoice/mode", 400},
 		{"retries out of range", `{"prompt":"a","schema":{"type":"object"},"retries":99}`, "/retries", 400},
+		{"retries on plain sample", `{"prompt":"a","retries":1}`, "/retries", 400},
+		{"tool name of the wrong type", `{"prompt":"a","tools":[` + tool + `,{"name":5,"inputSchema":{"type":"object"}}]}`, "/tools/1/name", 400},
+		{"maxTokens not an integer", `{"prompt":"a","maxTokens":1.5}`, "/maxTokens", 400},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			path := "/v1/sample"
-			if strings.Contains(tt.body, "retries") {
+			if strings.Contains(tt.body, "retries\":99") {
 				path = "/v1/sample/schema"
 			}
 			status, h, out := s.post(t, path, tt.body)
@@ -134,6 +137,27 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+func TestOpenNestedObjects(t *testing.T) {
+	s := startStack(t, 0)
+	// MCP leaves Tool and ModelHint open: extra members are accepted.
+	status, _, out := s.post(t, "/v1/sample", `{"prompt":"a","modelPreferences":{"hints":[{"name":"default","extra":1}]},"tools":[{"name":"t","inputSchema":{"type":"object"},"title":"T","x-vendor":true}]}`)
+	if status != 200 {
+		t.Fatalf("status %d: %v", status, out)
+	}
+}
+
+func TestMethodNotAllowedSaysAllow(t *testing.T) {
+	s := startStack(t, 0)
+	resp, err := http.Get(s.url + "/v1/sample")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 405 || resp.Header.Get("Allow") != "POST" {
+		t.Errorf("status %d, Allow %q; want 405 and POST", resp.StatusCode, resp.Header.Get("Allow"))
+	}
 }
 
 func TestBodyLimit(t *testing.T) {

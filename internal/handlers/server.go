@@ -3,6 +3,7 @@
 package handlers
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -13,6 +14,8 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
+	"reflect"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -43,6 +46,7 @@ type Config struct {
 }
 
 type server struct {
+	mux      *chi.Mux
 	sampler  *sampler.Service
 	metrics  *metrics.Metrics
 	gatherer prometheus.Gatherer
@@ -53,7 +57,7 @@ type server struct {
 
 // New returns the service's HTTP handler.
 func New(c Config) http.Handler {
-	s := &server{sampler: c.Sampler, metrics: c.Metrics, gatherer: c.Gatherer, log: c.Logger, maxBody: c.MaxBodyBytes, ready: c.Ready}
+	s := &server{mux: chi.NewRouter(), sampler: c.Sampler, metrics: c.Metrics, gatherer: c.Gatherer, log: c.Logger, maxBody: c.MaxBodyBytes, ready: c.Ready}
 	if s.metrics == nil {
 		s.metrics = metrics.New(nil)
 	}
@@ -157,12 +161,20 @@ func (s *server) notFound(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		if s.mux.Match(chi.NewRouteContext(), m, r.URL.Path) {
+			allow = append(allow, m)
+		}
+	}
+	w.Header().Set("Allow", strings.Join(allow, ", "))
 	s.writeProblem(w, r, Problem{Type: problemBase + "method-not-allowed", Title: "Method not allowed",
 		Status: http.StatusMethodNotAllowed, Detail: r.Method + " is not allowed on " + r.URL.Path})
 }
 
 // decodeBody reads a JSON body of at most maxBody bytes into dst. With
-// strict set, unknown members are errors.
+// strict set, unknown top-level members are errors; nested MCP objects stay
+// open, as MCP leaves them.
 func (s *server) decodeBody(w http.ResponseWriter, r *http.Request, dst any, strict bool) error {
 	if ct := r.Header.Get("Content-Type"); ct != "" {
 		mt, _, err := mime.ParseMediaType(ct)
@@ -180,17 +192,70 @@ func (s *server) decodeBody(w http.ResponseWriter, r *http.Request, dst any, str
 		}
 		return fmt.Errorf("read body: %w", err)
 	}
-	dec := json.NewDecoder(strings.NewReader(string(body)))
-	if strict {
-		dec.DisallowUnknownFields()
-	}
+	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(dst); err != nil {
-		return jsonError(err)
+		return jsonError("", err)
 	}
 	if dec.More() {
 		return badJSON("/", "the body holds more than one JSON value")
 	}
+	if strict {
+		return checkMembers(body, dst)
+	}
 	return nil
+}
+
+// checkMembers rejects top-level members that dst's type does not declare.
+func checkMembers(body []byte, dst any) error {
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(body, &members); err != nil {
+		return badJSON("/", "the body must be a JSON object")
+	}
+	known := map[string]bool{}
+	t := reflect.TypeOf(dst).Elem()
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		known[name] = true
+	}
+	var unknown []string
+	for k := range members {
+		if !known[k] {
+			unknown = append(unknown, k)
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	sort.Strings(unknown)
+	errs := make([]sampler.FieldError, len(unknown))
+	for i, k := range unknown {
+		errs[i] = sampler.FieldError{Path: "/" + escapePointer(k), Message: fmt.Sprintf("unknown member %q", k)}
+	}
+	return &bodyError{status: http.StatusBadRequest, slug: "invalid-request", title: "Invalid request",
+		detail: errs[0].Path + ": " + errs[0].Message, errors: errs}
+}
+
+func escapePointer(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+// decodeItems decodes each element of a JSON array member on its own, so
+// that errors name the element: /tools/2/name.
+func decodeItems[T any](member string, raw []json.RawMessage) ([]T, []sampler.FieldError) {
+	if raw == nil {
+		return nil, nil
+	}
+	out := make([]T, len(raw))
+	var errs []sampler.FieldError
+	for i, item := range raw {
+		if err := json.Unmarshal(item, &out[i]); err != nil {
+			var be *bodyError
+			if errors.As(jsonError(fmt.Sprintf("/%s/%d", member, i), err), &be) {
+				errs = append(errs, be.errors...)
+			}
+		}
+	}
+	return out, errs
 }
 
 func badJSON(path, msg string) error {
@@ -198,8 +263,9 @@ func badJSON(path, msg string) error {
 		detail: path + ": " + msg, errors: []sampler.FieldError{{Path: path, Message: msg}}}
 }
 
-// jsonError turns a decoding error into a 400 naming the path.
-func jsonError(err error) error {
+// jsonError turns a decoding error into a 400 naming the path; base is
+// the JSON Pointer of the value that was decoded.
+func jsonError(base string, err error) error {
 	var (
 		syn *json.SyntaxError
 		typ *json.UnmarshalTypeError
@@ -210,24 +276,30 @@ func jsonError(err error) error {
 	case errors.As(err, &inv):
 		return inv
 	case errors.As(err, &syn):
-		return badJSON("/", fmt.Sprintf("the body is not valid JSON (at byte %d)", syn.Offset))
+		return badJSON(orRoot(base), fmt.Sprintf("not valid JSON (at byte %d)", syn.Offset))
 	case errors.As(err, &typ):
-		return badJSON(dotsToPointer(typ.Field), fmt.Sprintf("must be %s, not %s", jsonKind(typ.Type.Kind().String()), typ.Value))
+		return badJSON(orRoot(base+dotsToPointer(typ.Field)), fmt.Sprintf("must be %s, not %s", jsonKind(typ.Type.Kind().String()), typ.Value))
 	case errors.As(err, &pe):
-		return badJSON(pe.Path, pe.Message)
+		return badJSON(orRoot(base+pe.Path), pe.Message)
 	case errors.Is(err, io.EOF):
 		return badJSON("/", "the body is empty; send a JSON object")
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return badJSON("/"+name, fmt.Sprintf("unknown member %q", name))
 	default:
-		return badJSON("/", err.Error())
+		return badJSON(orRoot(base), err.Error())
 	}
+}
+
+func orRoot(p string) string {
+	if p == "" {
+		return "/"
+	}
+	return p
 }
 
 func jsonKind(k string) string {
 	switch k {
-	case "int", "int64", "float64":
+	case "int", "int64":
+		return "an integer"
+	case "float64":
 		return "a number"
 	case "string":
 		return "a string"
@@ -243,7 +315,7 @@ func jsonKind(k string) string {
 
 func dotsToPointer(field string) string {
 	if field == "" {
-		return "/"
+		return ""
 	}
 	return "/" + strings.ReplaceAll(field, ".", "/")
 }

@@ -1,0 +1,485 @@
+package handlers
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+	"github.com/go-chi/chi/v5"
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sampled/sampled/api"
+	"github.com/sampled/sampled/internal/metrics"
+	"github.com/sampled/sampled/internal/sampler"
+	"github.com/sampled/sampled/internal/sampler/offline"
+)
+
+// newTestService returns a sampling service on the offline provider, built
+// the way cmd/server builds it.
+func newTestService(t testing.TB, m *metrics.Metrics) *sampler.Service {
+	t.Helper()
+	off := offline.New()
+	var models []sampler.Model
+	for _, name := range off.Models() {
+		models = append(models, sampler.Model{Provider: off.Name(), Name: name, Cost: 1, Speed: 1})
+	}
+	cat, err := sampler.NewCatalog(models, "offline/default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := sampler.New(sampler.Options{Providers: []sampler.Provider{off}, Catalog: cat, Metrics: m})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc
+}
+
+// newTestServer starts the service on the offline provider, with metrics on
+// their own registry served at /metrics. cfg, if not nil, adjusts the
+// configuration before the handler is built. The server is closed when the
+// test ends; use its Client() so that its connections close with it.
+func newTestServer(t testing.TB, cfg func(*Config)) *httptest.Server {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	m := metrics.New(reg)
+	c := Config{Sampler: newTestService(t, m), Metrics: m, Gatherer: reg}
+	if cfg != nil {
+		cfg(&c)
+	}
+	srv := httptest.NewServer(New(c))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// contract is the loaded OpenAPI document and a router over its paths.
+type contract struct {
+	doc    *openapi3.T
+	router routers.Router
+}
+
+// loadSpec loads and validates api/openapi.yaml.
+func loadSpec(t *testing.T) *openapi3.T {
+	t.Helper()
+	loader := openapi3.NewLoader()
+	doc, err := loader.LoadFromData(api.Spec())
+	if err != nil {
+		t.Fatalf("load api/openapi.yaml: %v", err)
+	}
+	if err := doc.Validate(t.Context()); err != nil {
+		t.Fatalf("api/openapi.yaml is not a valid OpenAPI document: %v", err)
+	}
+	return doc
+}
+
+// specOnce loads the contract once per test binary for checkResponse.
+var specOnce = sync.OnceValues(func() (*contract, error) {
+	loader := openapi3.NewLoader()
+	doc, err := loader.LoadFromData(api.Spec())
+	if err != nil {
+		return nil, fmt.Errorf("load api/openapi.yaml: %w", err)
+	}
+	if err := doc.Validate(context.Background()); err != nil {
+		return nil, fmt.Errorf("validate api/openapi.yaml: %w", err)
+	}
+	// Match routes by path only: test servers listen on random ports, not
+	// on the document's servers.
+	doc.Servers = nil
+	router, err := gorillamux.NewRouter(doc)
+	if err != nil {
+		return nil, fmt.Errorf("route api/openapi.yaml: %w", err)
+	}
+	return &contract{doc: doc, router: router}, nil
+})
+
+// validateRequest routes req (whose body is reqBody, nil for none) through
+// the document and validates it. A nil input and a routers error mean the
+// document has no operation for the request; otherwise the error says why the
+// document rejects the request, nil when it accepts it.
+func (c *contract) validateRequest(ctx context.Context, req *http.Request, reqBody []byte) (*openapi3filter.RequestValidationInput, error) {
+	r := req.Clone(ctx)
+	r.Body = http.NoBody
+	if reqBody != nil {
+		r.Body = io.NopCloser(bytes.NewReader(reqBody))
+	}
+	route, pathParams, err := c.router.FindRoute(r)
+	if err != nil {
+		return nil, err
+	}
+	in := &openapi3filter.RequestValidationInput{
+		Request:    r,
+		PathParams: pathParams,
+		Route:      route,
+		Options: &openapi3filter.Options{
+			AuthenticationFunc: openapi3filter.NoopAuthenticationFunc,
+			MultiError:         true,
+		},
+	}
+	return in, openapi3filter.ValidateRequest(ctx, in)
+}
+
+// checkResponse checks one exchange with the service against
+// api/openapi.yaml: the response (status, headers, content type and body)
+// must be one the operation documents, and a request the document rejects
+// must not succeed. req is the request as sent, reqBody its body (nil for
+// none); respBody is the response's body, already read. A request for a path
+// or method the document does not list must get a 404 or 405 problem.
+func checkResponse(t *testing.T, req *http.Request, reqBody []byte, resp *http.Response, respBody []byte) {
+	t.Helper()
+	c, err := specOnce()
+	if err != nil {
+		t.Fatal(err)
+	}
+	exchange := fmt.Sprintf("%s %s → %d", req.Method, req.URL.Path, resp.StatusCode)
+	in, reqErr := c.validateRequest(t.Context(), req, reqBody)
+	if in == nil {
+		want := http.StatusNotFound
+		if errors.Is(reqErr, routers.ErrMethodNotAllowed) {
+			want = http.StatusMethodNotAllowed
+		}
+		if resp.StatusCode != want {
+			t.Errorf("%s: the document has no such operation (%v), want %d", exchange, reqErr, want)
+		}
+		checkUnroutedProblem(t, c.doc, exchange, resp, respBody)
+		return
+	}
+	if reqErr != nil && resp.StatusCode < 400 {
+		t.Errorf("%s: the service accepted a request the document rejects:\n%v\nrequest: %s", exchange, reqErr, clipBody(reqBody))
+	}
+
+	out := &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: in,
+		Status:                 resp.StatusCode,
+		Header:                 resp.Header,
+		Options:                &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
+	}
+	out.SetBodyBytes(respBody)
+	if err := openapi3filter.ValidateResponse(t.Context(), out); err != nil {
+		t.Errorf("%s: the response does not match the document:\n%v\nresponse: %s", exchange, err, clipBody(respBody))
+	}
+}
+
+// checkUnroutedProblem checks a response the document has no operation for: a
+// problem document with an X-Request-ID header.
+func checkUnroutedProblem(t *testing.T, doc *openapi3.T, exchange string, resp *http.Response, body []byte) {
+	t.Helper()
+	if ct := resp.Header.Get("Content-Type"); ct != "application/problem+json" {
+		t.Errorf("%s: content type %q, want application/problem+json", exchange, ct)
+	}
+	if resp.Header.Get("X-Request-ID") == "" {
+		t.Errorf("%s: no X-Request-ID header", exchange)
+	}
+	var v any
+	if err := json.Unmarshal(body, &v); err != nil {
+		t.Errorf("%s: the problem is not JSON: %v: %s", exchange, err, clipBody(body))
+		return
+	}
+	schema := doc.Components.Schemas["Problem"].Value
+	if err := schema.VisitJSON(v, openapi3.EnableJSONSchema2020(), openapi3.MultiErrors()); err != nil {
+		t.Errorf("%s: the problem does not match the Problem schema: %v\n%s", exchange, err, clipBody(body))
+	}
+}
+
+func clipBody(b []byte) string {
+	if len(b) > 2000 {
+		return string(b[:2000]) + "…"
+	}
+	return string(b)
+}
+
+func TestSpecIsValid(t *testing.T) {
+	doc := loadSpec(t)
+	if got := doc.OpenAPI; got != "3.1.0" {
+		t.Errorf("openapi %q, want 3.1.0", got)
+	}
+	if doc.Info.Title != "sampled" || doc.Info.Version == "" || doc.Info.Description == "" {
+		t.Errorf("info: title %q, version %q, description %d bytes; want title sampled, a version and a description",
+			doc.Info.Title, doc.Info.Version, len(doc.Info.Description))
+	}
+	// House rules: every operation is named and described, and every error
+	// answer is a problem document.
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			at := method + " " + path
+			if op.OperationID == "" || op.Summary == "" {
+				t.Errorf("%s: want an operationId and a summary", at)
+			}
+			for code, ref := range op.Responses.Map() {
+				if code[0] != '4' && code[0] != '5' && code != "default" {
+					continue
+				}
+				var types []string
+				for mt := range ref.Value.Content {
+					types = append(types, mt)
+				}
+				if !slices.Equal(types, []string{"application/problem+json"}) {
+					t.Errorf("%s %s: content %v, want application/problem+json only", at, code, types)
+				}
+			}
+		}
+	}
+}
+
+// TestRoutesMatchSpec checks that the router and the document list the same
+// operations, in both directions.
+func TestRoutesMatchSpec(t *testing.T) {
+	doc := loadSpec(t)
+	var want []string
+	for path, item := range doc.Paths.Map() {
+		for method := range item.Operations() {
+			want = append(want, method+" "+path)
+		}
+	}
+	slices.Sort(want)
+
+	h := New(Config{Sampler: newTestService(t, nil)})
+	mux, ok := h.(chi.Routes)
+	if !ok {
+		t.Fatalf("New returns %T, not a chi router", h)
+	}
+	var got []string
+	err := chi.Walk(mux, func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		got = append(got, method+" "+route)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(got)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("routes differ from api/openapi.yaml (-spec +router):\n%s", diff)
+	}
+}
+
+// contractCase is one request of TestResponsesMatchSpec.
+type contractCase struct {
+	name        string
+	small       bool // send to the server with MaxBodyBytes 1024
+	notReady    bool // send to the server whose readiness check fails
+	method      string
+	path        string
+	contentType string // default application/json when there is a body
+	body        string
+	wantStatus  int
+	// specRejects says the document itself rejects the request, not only
+	// the service: the rule is part of the contract.
+	specRejects bool
+	// check, if set, looks further at the decoded JSON answer.
+	check func(t *testing.T, out map[string]any)
+}
+
+// TestResponsesMatchSpec drives every route and the main statuses through
+// the real service on the offline provider and checks each exchange
+// against api/openapi.yaml.
+func TestResponsesMatchSpec(t *testing.T) {
+	srv := newTestServer(t, nil)
+	small := newTestServer(t, func(c *Config) { c.MaxBodyBytes = 1024 })
+	notReady := newTestServer(t, func(c *Config) {
+		c.Ready = func(ctx context.Context) error { return errors.New("provider offline: unreachable") }
+	})
+
+	const examples = "../../reference/mcp/examples/CreateMessageRequestParams"
+	var followUp struct {
+		Messages json.RawMessage `json:"messages"`
+		Tools    json.RawMessage `json:"tools"`
+	}
+	raw, err := os.ReadFile(filepath.Join(examples, "follow-up-with-tool-results.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &followUp); err != nil {
+		t.Fatal(err)
+	}
+
+	const weatherTool = `{"name":"get_weather","description":"Get current weather for a city","inputSchema":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}`
+	const personSchema = `{"type":"object","properties":{"name":{"type":"string"},"age":{"type":"integer","minimum":0}},"required":["name","age"]}`
+
+	wantParsed := func(t *testing.T, out map[string]any) {
+		t.Helper()
+		if p, ok := out["parsed"].(map[string]any); !ok || p["name"] == nil {
+			t.Errorf("parsed = %v, want a person", out["parsed"])
+		}
+	}
+	wantToolCall := func(t *testing.T, out map[string]any) {
+		t.Helper()
+		calls, _ := out["toolCalls"].([]any)
+		if len(calls) == 0 {
+			t.Fatalf("no tool calls: %v", out)
+		}
+		if name := calls[0].(map[string]any)["name"]; name != "get_weather" {
+			t.Errorf("tool call names %v, want get_weather", name)
+		}
+	}
+	wantExhausted := func(method string) func(*testing.T, map[string]any) {
+		return func(t *testing.T, out map[string]any) {
+			t.Helper()
+			if out["method"] != method || out["attempts"] != 3.0 || out["lastResult"] == nil {
+				t.Errorf("problem %v, want method %s, 3 attempts and lastResult", out, method)
+			}
+		}
+	}
+	wantErrorAt := func(path string) func(*testing.T, map[string]any) {
+		return func(t *testing.T, out map[string]any) {
+			t.Helper()
+			errs, _ := out["errors"].([]any)
+			for _, e := range errs {
+				if e.(map[string]any)["path"] == path {
+					return
+				}
+			}
+			t.Errorf("errors %v do not name %s", out["errors"], path)
+		}
+	}
+
+	tests := []contractCase{
+		{name: "healthz", method: "GET", path: "/healthz", wantStatus: 200},
+		{name: "readyz", method: "GET", path: "/readyz", wantStatus: 200},
+		{name: "readyz not ready", notReady: true, method: "GET", path: "/readyz", wantStatus: 503},
+		{name: "metrics", method: "GET", path: "/metrics", wantStatus: 200},
+		{name: "openapi", method: "GET", path: "/openapi.yaml", wantStatus: 200},
+		{name: "models", method: "GET", path: "/v1/models", wantStatus: 200, check: func(t *testing.T, out map[string]any) {
+			if out["default"] != "offline/default" {
+				t.Errorf("default %v, want offline/default", out["default"])
+			}
+		}},
+
+		{name: "sample prompt", method: "POST", path: "/v1/sample", body: `{"prompt":"Name three primary colours."}`, wantStatus: 200},
+		{name: "sample messages with tool results", method: "POST", path: "/v1/sample",
+			body:       `{"messages":` + string(followUp.Messages) + `,"tools":` + string(followUp.Tools) + `,"systemPrompt":"Be brief.","maxTokens":200,"temperature":0.5,"stopSequences":["\n\n"],"metadata":{"user":"u1"},"modelPreferences":{"hints":[{"name":"default"}],"speedPriority":1}}`,
+			wantStatus: 200},
+		{name: "sample schema mode", method: "POST", path: "/v1/sample", body: `{"prompt":"a person","schema":` + personSchema + `}`, wantStatus: 200, check: wantParsed},
+		{name: "sample schema mode parse error", method: "POST", path: "/v1/sample", body: `{"prompt":"a person","model":"offline/broken","schema":` + personSchema + `}`, wantStatus: 200,
+			check: func(t *testing.T, out map[string]any) {
+				if p, ok := out["parsed"]; !ok || p != nil || out["parseError"] == nil {
+					t.Errorf("parsed %v, parseError %v; want null and a parse error", out["parsed"], out["parseError"])
+				}
+			}},
+		{name: "sample tools mode", method: "POST", path: "/v1/sample", body: `{"prompt":"weather in Paris","tools":[` + weatherTool + `],"toolChoice":"required"}`, wantStatus: 200, check: wantToolCall},
+		{name: "sample tools mode draft tool_choice", method: "POST", path: "/v1/sample", body: `{"prompt":"weather in Paris","tools":[` + weatherTool + `],"tool_choice":{"mode":"tool","name":"get_weather"}}`, wantStatus: 200, check: wantToolCall},
+
+		{name: "sample/schema", method: "POST", path: "/v1/sample/schema", body: `{"prompt":"a person","schema":` + personSchema + `,"retries":1}`, wantStatus: 200, check: wantParsed},
+		{name: "sample/schema flaky", method: "POST", path: "/v1/sample/schema", body: `{"prompt":"a person","model":"offline/flaky","schema":` + personSchema + `}`, wantStatus: 200, check: wantParsed},
+		{name: "sample/schema broken", method: "POST", path: "/v1/sample/schema", body: `{"prompt":"a person","model":"offline/broken","schema":` + personSchema + `}`, wantStatus: 422, check: wantExhausted("sampleSchema")},
+		{name: "sample/tools", method: "POST", path: "/v1/sample/tools", body: `{"prompt":"weather in Paris","tools":[` + weatherTool + `]}`, wantStatus: 200, check: wantToolCall},
+		{name: "sample/tools broken", method: "POST", path: "/v1/sample/tools", body: `{"prompt":"weather in Paris","model":"offline/broken","tools":[` + weatherTool + `]}`, wantStatus: 422, check: wantExhausted("sampleTools")},
+
+		{name: "sample schema and tools", method: "POST", path: "/v1/sample", body: `{"prompt":"a","schema":{"type":"object"},"tools":[` + weatherTool + `]}`, wantStatus: 400, specRejects: true, check: wantErrorAt("/tools")},
+		{name: "sample bad JSON", method: "POST", path: "/v1/sample", body: `{"prompt":`, wantStatus: 400, specRejects: true, check: wantErrorAt("/")},
+		{name: "sample unknown member", method: "POST", path: "/v1/sample", body: `{"prompt":"a","max_tokens":5}`, wantStatus: 400, specRejects: true, check: wantErrorAt("/max_tokens")},
+		{name: "sample unknown model", method: "POST", path: "/v1/sample", body: `{"prompt":"a","model":"nowhere/none"}`, wantStatus: 400, check: wantErrorAt("/model")},
+		{name: "sample/schema without schema", method: "POST", path: "/v1/sample/schema", body: `{"prompt":"a"}`, wantStatus: 400, specRejects: true, check: wantErrorAt("/schema")},
+		{name: "sample/tools without tools", method: "POST", path: "/v1/sample/tools", body: `{"prompt":"a"}`, wantStatus: 400, specRejects: true, check: wantErrorAt("/tools")},
+		{name: "sample too large", small: true, method: "POST", path: "/v1/sample", body: `{"prompt":"` + strings.Repeat("x", 2000) + `"}`, wantStatus: 413},
+		{name: "sample text/plain", method: "POST", path: "/v1/sample", contentType: "text/plain", body: `{"prompt":"a"}`, wantStatus: 415, specRejects: true},
+
+		{name: "messages without maxTokens", method: "POST", path: "/v1/messages", body: `{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}]}`, wantStatus: 400, specRejects: true,
+			check: func(t *testing.T, out map[string]any) {
+				if out["code"] != -32602.0 {
+					t.Errorf("code %v, want -32602", out["code"])
+				}
+			}},
+		{name: "messages too large", small: true, method: "POST", path: "/v1/messages", body: `{"maxTokens":10,"messages":[{"role":"user","content":{"type":"text","text":"` + strings.Repeat("x", 2000) + `"}}]}`, wantStatus: 413},
+		{name: "messages text/plain", method: "POST", path: "/v1/messages", contentType: "text/plain", body: `{}`, wantStatus: 415, specRejects: true},
+
+		{name: "messages unknown member", method: "POST", path: "/v1/messages", body: `{"maxTokens":10,"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"futureMember":true}`, wantStatus: 200},
+		{name: "messages tool_result answering nothing", method: "POST", path: "/v1/messages", body: `{"maxTokens":10,"messages":[{"role":"user","content":{"type":"tool_result","toolUseId":"nope","content":[]}}]}`, wantStatus: 400,
+			check: wantErrorAt("/messages/0/content/0/toolUseId")},
+
+		{name: "unknown route", method: "GET", path: "/v2/nothing", wantStatus: 404},
+		{name: "wrong method", method: "GET", path: "/v1/sample", wantStatus: 405},
+	}
+
+	files, err := filepath.Glob(filepath.Join(examples, "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no MCP examples in %s: %v", examples, err)
+	}
+	for _, f := range files {
+		body, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tests = append(tests, contractCase{name: "messages " + filepath.Base(f), method: "POST", path: "/v1/messages", body: string(body), wantStatus: 200,
+			check: func(t *testing.T, out map[string]any) {
+				if out["role"] != "assistant" || out["content"] == nil {
+					t.Errorf("result %v, want an assistant message", out)
+				}
+			}})
+	}
+
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := srv
+			switch {
+			case tt.small:
+				s = small
+			case tt.notReady:
+				s = notReady
+			}
+			var reqBody []byte
+			var bodyReader io.Reader
+			if tt.body != "" {
+				reqBody = []byte(tt.body)
+				bodyReader = bytes.NewReader(reqBody)
+			}
+			req, err := http.NewRequestWithContext(t.Context(), tt.method, s.URL+tt.path, bodyReader)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if reqBody != nil {
+				ct := tt.contentType
+				if ct == "" {
+					ct = "application/json"
+				}
+				req.Header.Set("Content-Type", ct)
+			}
+			req.Header.Set("X-Request-ID", "contract-"+strings.ReplaceAll(tt.name, " ", "-"))
+			resp, err := s.Client().Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			respBody, err := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if resp.StatusCode != tt.wantStatus {
+				t.Errorf("status %d, want %d: %s", resp.StatusCode, tt.wantStatus, clipBody(respBody))
+			}
+			if got, want := resp.Header.Get("X-Request-ID"), req.Header.Get("X-Request-ID"); got != want {
+				t.Errorf("X-Request-ID %q, want the client's %q", got, want)
+			}
+			checkResponse(t, req, reqBody, resp, respBody)
+			if tt.specRejects {
+				c, err := specOnce()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if _, err := c.validateRequest(t.Context(), req, reqBody); err == nil {
+					t.Errorf("api/openapi.yaml accepts the request; want it to state the rule the service enforces")
+				}
+			}
+			if tt.check != nil {
+				var out map[string]any
+				if err := json.Unmarshal(respBody, &out); err != nil {
+					t.Fatalf("answer is not a JSON object: %v: %s", err, clipBody(respBody))
+				}
+				tt.check(t, out)
+			}
+		})
+	}
+}
