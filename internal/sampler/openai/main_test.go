@@ -1,0 +1,235 @@
+package openai
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/google/go-cmp/cmp"
+	"go.uber.org/goleak"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden request bodies in testdata/openai/requests")
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// openAPIDoc is OpenAI's official OpenAPI description, loaded once per test
+// binary: it is about 3 MB.
+var openAPIDoc = sync.OnceValues(func() (*openapi3.T, error) {
+	loader := openapi3.NewLoader()
+	return loader.LoadFromFile(filepath.Join("..", "..", "..", "reference", "openai", "openapi.yaml"))
+})
+
+// checkSpec validates a JSON body against a component schema of OpenAI's
+// OpenAPI description, with kin-openapi's OpenAPI 3.0 visitor (all errors)
+// and its JSON Schema 2020-12 validator (the document is OpenAPI 3.1).
+func checkSpec(t *testing.T, schema string, body []byte) {
+	t.Helper()
+	doc, err := openAPIDoc()
+	if err != nil {
+		t.Fatalf("load OpenAI OpenAPI description: %v", err)
+	}
+	ref := doc.Components.Schemas[schema]
+	if ref == nil || ref.Value == nil {
+		t.Fatalf("OpenAPI description has no schema %s", schema)
+	}
+	var v any
+	if err := json.Unmarshal(body, &v); err != nil {
+		t.Errorf("%s: body is not JSON: %v\n%s", schema, err, body)
+		return
+	}
+	if err := ref.Value.VisitJSON(v, openapi3.MultiErrors()); err != nil {
+		t.Errorf("body does not match OpenAI's %s: %v\n%s", schema, err, body)
+	}
+	if err := ref.Value.VisitJSON(v, openapi3.EnableJSONSchema2020()); err != nil {
+		t.Errorf("body does not match OpenAI's %s (JSON Schema 2020-12): %v\n%s", schema, err, body)
+	}
+}
+
+// reply is one canned answer of the fake upstream.
+type reply struct {
+	// status 0 means 200.
+	status int
+	// file names a body under testdata/openai (e.g. "replies/text.json");
+	// body is used when file is empty.
+	file string
+	body string
+	// echo, if set, makes the body from the request.
+	echo func(r *http.Request) string
+	// header is sent with the reply.
+	header map[string]string
+	// compat marks a reply of an OpenAI-compatible server that is not held
+	// to OpenAI's response schema.
+	compat bool
+	// hang holds the request open, without an answer, until the client
+	// goes away.
+	hang bool
+}
+
+// request is one request the fake upstream received.
+type request struct {
+	path   string
+	header http.Header
+	body   []byte
+}
+
+// fakeUpstream is an httptest OpenAI that answers POST .../chat/completions
+// with canned replies, in order, records the requests and validates every
+// request body against CreateChatCompletionRequest and every 200 reply
+// against CreateChatCompletionResponse.
+type fakeUpstream struct {
+	t   *testing.T
+	srv *httptest.Server
+	// arrived receives one value when a hanging reply's request arrives;
+	// gone when its handler saw the client leave.
+	arrived chan struct{}
+	gone    chan struct{}
+	// stop releases hanging handlers when the test ends.
+	stop chan struct{}
+
+	mu       sync.Mutex
+	replies  []reply
+	requests []request
+}
+
+func newFake(t *testing.T, replies ...reply) *fakeUpstream {
+	t.Helper()
+	f := &fakeUpstream{t: t, replies: replies, arrived: make(chan struct{}, 1), gone: make(chan struct{}, 1),
+		stop: make(chan struct{})}
+	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
+	t.Cleanup(f.srv.Close)
+	// Cleanups run last-in first-out: hanging handlers are released before
+	// Close waits for them.
+	t.Cleanup(func() { close(f.stop) })
+	return f
+}
+
+func (f *fakeUpstream) serve(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		f.t.Errorf("fake upstream: read body: %v", err)
+		return
+	}
+	if r.Method != http.MethodPost || filepath.Base(r.URL.Path) != "completions" {
+		f.t.Errorf("fake upstream: got %s %s, want POST .../chat/completions", r.Method, r.URL.Path)
+	}
+	if ct := r.Header.Get("Content-Type"); ct != "application/json" {
+		f.t.Errorf("fake upstream: Content-Type %q, want application/json", ct)
+	}
+	checkSpec(f.t, "CreateChatCompletionRequest", body)
+	f.mu.Lock()
+	f.requests = append(f.requests, request{path: r.URL.Path, header: r.Header.Clone(), body: body})
+	if len(f.replies) == 0 {
+		f.mu.Unlock()
+		f.t.Errorf("fake upstream: unexpected request %s", body)
+		http.Error(w, `{"error":{"message":"no reply left","type":"server_error"}}`, http.StatusInternalServerError)
+		return
+	}
+	rep := f.replies[0]
+	f.replies = f.replies[1:]
+	f.mu.Unlock()
+
+	if rep.hang {
+		f.arrived <- struct{}{}
+		select {
+		case <-r.Context().Done():
+			f.gone <- struct{}{}
+		case <-f.stop:
+			f.t.Errorf("fake upstream: the client never left a hanging request")
+		}
+		return
+	}
+	out := []byte(rep.body)
+	switch {
+	case rep.file != "":
+		out = readTestdata(f.t, rep.file)
+	case rep.echo != nil:
+		out = []byte(rep.echo(r))
+	}
+	status := rep.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	if status == http.StatusOK && !rep.compat {
+		checkSpec(f.t, "CreateChatCompletionResponse", out)
+	}
+	for k, v := range rep.header {
+		w.Header().Set(k, v)
+	}
+	if w.Header().Get("Content-Type") == "" {
+		w.Header().Set("Content-Type", "application/json")
+	}
+	w.WriteHeader(status)
+	_, _ = w.Write(out)
+}
+
+// bodies returns the request bodies received so far.
+func (f *fakeUpstream) bodies() [][]byte {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := make([][]byte, len(f.requests))
+	for i, r := range f.requests {
+		out[i] = r.body
+	}
+	return out
+}
+
+// received returns the requests received so far.
+func (f *fakeUpstream) received() []request {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]request(nil), f.requests...)
+}
+
+// last returns the body of the last request, failing the test if there was
+// none.
+func (f *fakeUpstream) last(t *testing.T) []byte {
+	t.Helper()
+	b := f.bodies()
+	if len(b) == 0 {
+		t.Fatal("fake upstream received no request")
+	}
+	return b[len(b)-1]
+}
+
+func readTestdata(t *testing.T, name string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "openai", name))
+	if err != nil {
+		t.Fatalf("read testdata: %v", err)
+	}
+	return b
+}
+
+// checkGolden compares a request body, pretty-printed, with
+// testdata/openai/requests/<name>.json, rewriting it under -update.
+func checkGolden(t *testing.T, name string, body []byte) {
+	t.Helper()
+	var pretty bytes.Buffer
+	if err := json.Indent(&pretty, body, "", "  "); err != nil {
+		t.Fatalf("request body is not JSON: %v\n%s", err, body)
+	}
+	pretty.WriteByte('\n')
+	path := filepath.Join("testdata", "openai", "requests", name+".json")
+	if *update {
+		if err := os.WriteFile(path, pretty.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden file (run go test -update to create it): %v", err)
+	}
+	if diff := cmp.Diff(string(want), pretty.String()); diff != "" {
+		t.Errorf("request body differs from %s (-want +got):\n%s", path, diff)
+	}
+}
