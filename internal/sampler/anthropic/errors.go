@@ -1,0 +1,111 @@
+package anthropic
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	sdk "github.com/anthropics/anthropic-sdk-go"
+
+	"github.com/sampled/sampled/internal/retry"
+	"github.com/sampled/sampled/internal/sampler"
+)
+
+// redacted replaces the API key wherever an upstream echoes it.
+const redacted = "[redacted]"
+
+// apiError is what remains of an API error response once secrets are out
+// of it: the SDK's error keeps the request, and with it the x-api-key
+// header, so it is not passed on.
+type apiError struct {
+	Status  int
+	Type    string
+	Message string
+}
+
+func (e *apiError) Error() string {
+	s := "anthropic: " + http.StatusText(e.Status)
+	if e.Type != "" {
+		s += ": " + e.Type
+	}
+	if e.Message != "" {
+		s += ": " + e.Message
+	}
+	return s
+}
+
+// upstreamError turns any failure of a call into a *sampler.UpstreamError.
+// A cancelled call keeps context.Canceled in its chain.
+func (p *Provider) upstreamError(err error) error {
+	ue := &sampler.UpstreamError{Provider: p.name}
+	var ae *sdk.Error
+	var ne net.Error
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &ae):
+		body := apiErrorBody(ae.RawJSON())
+		ue.Status = ae.StatusCode
+		ue.Message = p.redact(body.Error.Message)
+		if ue.Message == "" {
+			ue.Message = http.StatusText(ae.StatusCode)
+		}
+		ue.Err = &apiError{Status: ae.StatusCode, Type: p.redact(body.Error.Type), Message: ue.Message}
+		if ae.Response != nil {
+			if d, ok := retry.ParseRetryAfter(ae.Response.Header.Get("Retry-After"), time.Now()); ok {
+				ue.RetryAfter = d
+			}
+		}
+		return ue
+	case errors.Is(err, context.Canceled):
+		ue.Message = "call cancelled"
+	case errors.Is(err, context.DeadlineExceeded),
+		errors.As(err, &ne) && ne.Timeout(),
+		strings.Contains(err.Error(), "timeout awaiting response headers"):
+		ue.Timeout = true
+		ue.Message = "no answer in time"
+	case errors.As(err, &syn), errors.As(err, &typ),
+		// The SDK's wording for a body it read but could not decode.
+		strings.HasPrefix(err.Error(), "error parsing response json"):
+		ue.Message = "malformed response"
+	default:
+		ue.Message = "connection failed"
+	}
+	ue.Err = &redactedError{err: err, text: p.redact(err.Error())}
+	return ue
+}
+
+// apiErrorBody decodes the documented error body
+// {"type":"error","error":{"type":…,"message":…}}; anything else decodes
+// to empty strings.
+func apiErrorBody(raw string) (body struct {
+	Error struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	} `json:"error"`
+}) {
+	_ = json.Unmarshal([]byte(raw), &body)
+	return body
+}
+
+// redact removes the API key from s.
+func (p *Provider) redact(s string) string {
+	if p.apiKey == "" {
+		return s
+	}
+	return strings.ReplaceAll(s, p.apiKey, redacted)
+}
+
+// redactedError is an error whose text has the API key removed; its chain
+// stays reachable for errors.Is and errors.As.
+type redactedError struct {
+	err  error
+	text string
+}
+
+func (e *redactedError) Error() string { return e.text }
+func (e *redactedError) Unwrap() error { return e.err }
