@@ -19,10 +19,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/sampled/sampled/internal/config"
 	"github.com/sampled/sampled/internal/handlers"
 	"github.com/sampled/sampled/internal/metrics"
 	"github.com/sampled/sampled/internal/sampler"
-	"github.com/sampled/sampled/internal/sampler/offline"
 )
 
 func main() {
@@ -34,8 +34,8 @@ func main() {
 	}
 }
 
-// config is the service configuration read from flags and the environment.
-type config struct {
+// serverConfig is the service configuration read from flags and the environment.
+type serverConfig struct {
 	addr             string
 	maxBodyBytes     int64
 	defaultMaxTokens int
@@ -43,8 +43,8 @@ type config struct {
 	logFormat        string
 }
 
-func readConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
-	c := config{addr: ":8080", maxBodyBytes: 4 << 20, defaultMaxTokens: 1024, shutdownTimeout: 30 * time.Second, logFormat: "json"}
+func readConfig(args []string, getenv func(string) string, stderr io.Writer) (serverConfig, error) {
+	c := serverConfig{addr: ":8080", maxBodyBytes: 4 << 20, defaultMaxTokens: 1024, shutdownTimeout: 30 * time.Second, logFormat: "json"}
 	if v := getenv("SAMPLED_ADDR"); v != "" {
 		c.addr = v
 	}
@@ -105,20 +105,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := metrics.New(reg)
 
-	off := offline.New()
-	var models []sampler.Model
-	for _, name := range off.Models() {
-		models = append(models, sampler.Model{Provider: off.Name(), Name: name, Cost: 1, Speed: 1})
-	}
-	cat, err := sampler.NewCatalog(models, "offline/default")
+	pc, err := config.Load(getenv, nil)
 	if err != nil {
 		return err
 	}
+	providers, cat, err := buildProviders(pc)
+	if err != nil {
+		return fmt.Errorf("config: %w", err)
+	}
 	svc, err := sampler.New(sampler.Options{
-		Providers:        []sampler.Provider{off},
+		Providers:        providers,
 		Catalog:          cat,
 		Metrics:          m,
 		DefaultMaxTokens: cfg.defaultMaxTokens,
+		CallTimeout:      time.Duration(pc.CallTimeout),
 	})
 	if err != nil {
 		return err
@@ -142,7 +142,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr())
-	log.Info("listening", "addr", ln.Addr().String(), "models", len(models), "default", cat.Default().ID())
+	log.Info("listening", "addr", ln.Addr().String(), "models", len(cat.Models()), "default", cat.Default().ID())
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -138,6 +139,8 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		{"bad body limit", map[string]string{"SAMPLED_MAX_BODY_BYTES": "lots"}, nil, "SAMPLED_MAX_BODY_BYTES"},
 		{"bad max tokens", map[string]string{"SAMPLED_MAX_TOKENS": "0"}, nil, "SAMPLED_MAX_TOKENS"},
 		{"bad log format", nil, []string{"-log-format", "xml"}, "log format"},
+		{"bad provider", map[string]string{"SAMPLING_PROVIDER": "gemini"}, nil, "SAMPLING_PROVIDER"},
+		{"anthropic without key", map[string]string{"SAMPLING_PROVIDER": "anthropic"}, nil, "needs an API key"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -147,4 +150,62 @@ func TestRunRejectsBadConfig(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRunWithOpenAICompatibleUpstream configures one provider by
+// environment, serves a request through it, and checks the key reaches the
+// upstream but never the logs or the response.
+func TestRunWithOpenAICompatibleUpstream(t *testing.T) {
+	const key = "sk-test-abcdef123456"
+	var gotAuth string
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		gotAuth = r.Header.Get("Authorization")
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"qwen2.5","choices":[{"index":0,"message":{"role":"assistant","content":"hello from upstream"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}`)
+	}))
+	defer up.Close()
+	var logs syncBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	out := &syncWriter{lines: make(chan string, 16)}
+	env := map[string]string{"SAMPLED_ADDR": "127.0.0.1:0", "SAMPLING_PROVIDER": "openai", "SAMPLING_ENDPOINT": up.URL + "/v1",
+		"SAMPLING_API_KEY": key, "SAMPLING_MODEL": "qwen2.5"}
+	errc := make(chan error, 1)
+	go func() { errc <- run(ctx, []string{"sampled"}, func(k string) string { return env[k] }, out, &logs) }()
+	addr := strings.TrimPrefix(<-out.lines, "listening on ")
+	resp, err := http.Post("http://"+addr+"/v1/sample", "application/json", strings.NewReader(`{"prompt":"hi"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	cancel()
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 || !strings.Contains(string(body), "hello from upstream") || !strings.Contains(string(body), `"provider":"openai"`) {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	if gotAuth != "Bearer "+key {
+		t.Errorf("upstream saw Authorization %q", gotAuth)
+	}
+	if strings.Contains(logs.String(), key) || strings.Contains(string(body), key) {
+		t.Error("the API key leaked into logs or the response")
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
