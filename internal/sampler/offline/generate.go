@@ -25,6 +25,11 @@ const (
 	// genBudget bounds the subschema generations of one value; past it the
 	// generator stops retrying alternatives.
 	genBudget = 4000
+	// genLimit is the number of generations past genBudget after which the
+	// generator gives up, bounding the work a hostile schema can cause.
+	genLimit = 200_000
+	// maxCount caps the items of an array and the members of an object.
+	maxCount = 10_000
 	// refLimit bounds $ref and allOf chains that do not consume the instance.
 	refLimit = 64
 )
@@ -444,6 +449,9 @@ func (g *generator) gen(c conj, st state) (any, bool) {
 		return nil, false
 	}
 	g.budget--
+	if g.budget < -genLimit {
+		return nil, false
+	}
 	tries := 4
 	if g.budget <= 0 {
 		tries = 1
@@ -476,8 +484,12 @@ func (g *generator) genView(v *view, c conj, st state) (any, bool) {
 	}
 	if len(v.groups) > 0 {
 		grp := v.groups[0]
+		branches := grp.branches
+		if st.depth >= optionalDepth {
+			branches = g.leanFirst(c, grp)
+		}
 		var first any
-		for i, b := range grp.branches {
+		for i, b := range branches {
 			val, ok := g.gen(c.with(b, grp.key), st)
 			if ok {
 				return val, true
@@ -542,6 +554,23 @@ func (g *generator) genView(v *view, c conj, st state) (any, bool) {
 	default:
 		return g.genString(v, st)
 	}
+}
+
+// leanFirst orders the branches of grp so that those giving scalars come
+// before those giving objects or arrays, which deep inside recursive
+// schemas keeps values from growing without end.
+func (g *generator) leanFirst(c conj, grp group) []any {
+	var lean, rich []any
+	for _, b := range grp.branches {
+		v := g.flatten(c.with(b, grp.key))
+		t := chooseType(v)
+		if len(v.groups) > 0 || (len(v.consts) == 0 && len(v.enums) == 0 && (t == "object" || t == "array")) {
+			rich = append(rich, b)
+		} else {
+			lean = append(lean, b)
+		}
+	}
+	return append(lean, rich...)
 }
 
 // chooseType picks the JSON type to generate: the first non-null type the
@@ -1080,13 +1109,13 @@ func (g *generator) genArray(v *view, st state) (any, bool) {
 		}
 	}
 	n := 0
-	if st.depth < optionalDepth {
+	if st.depth < optionalDepth && g.budget > 0 {
 		n = len(v.prefix)
 		if n == 0 && !itemsFalse {
 			n = 1
 		}
 	}
-	n = max(n, v.minItems)
+	n = min(max(n, v.minItems), maxCount)
 	if v.maxItems >= 0 {
 		n = min(n, v.maxItems)
 	}
@@ -1101,8 +1130,15 @@ func (g *generator) genArray(v *view, st state) (any, bool) {
 	}
 	arr := make([]any, 0, n)
 	ok := true
+	// Items vary only when they must differ.
+	itemVariant := func(i int) int {
+		if v.unique {
+			return st.variant + i
+		}
+		return st.variant
+	}
 	for i := range n {
-		val, good := g.arrayItem(v, arr, itemNodes(i), st.child(strconv.Itoa(i), st.hint, st.variant+i))
+		val, good := g.arrayItem(v, arr, itemNodes(i), st.child(strconv.Itoa(i), st.hint, itemVariant(i)))
 		ok = ok && good
 		arr = append(arr, val)
 	}
@@ -1113,7 +1149,7 @@ func (g *generator) genArray(v *view, st state) (any, bool) {
 		}
 		if i >= 0 {
 			nodes := append(append([]any{}, itemNodes(i)...), v.contains...)
-			val, good := g.arrayItem(v, arr[:i], nodes, st.child(strconv.Itoa(i), st.hint, st.variant+i))
+			val, good := g.arrayItem(v, arr[:i], nodes, st.child(strconv.Itoa(i), st.hint, itemVariant(i)))
 			ok = ok && good
 			if i == len(arr) {
 				arr = append(arr, val)
@@ -1177,55 +1213,72 @@ func (g *generator) propNodes(v *view, k string) []any {
 // genObject builds an object with every required property and, above
 // optionalDepth, every declared optional one, in declaration order.
 func (g *generator) genObject(v *view, st state) (any, bool) {
-	shallow := st.depth < optionalDepth
+	// must holds the required properties and those they depend on.
+	must := map[string]bool{}
+	var mustKeys []string
+	addMust := func(k string) {
+		if !must[k] {
+			must[k] = true
+			mustKeys = append(mustKeys, k)
+		}
+	}
+	for _, k := range v.required {
+		addMust(k)
+	}
+	for i := 0; i < len(mustKeys); i++ { // dependentRequired closure; mustKeys grows
+		for _, d := range v.depReq[mustKeys[i]] {
+			addMust(d)
+		}
+	}
+	include := map[string]bool{}
+	for k := range must {
+		include[k] = true
+	}
+	count := len(mustKeys)
+	if st.depth < optionalDepth && g.budget > 0 {
+		for _, k := range v.propOrder {
+			if include[k] {
+				continue
+			}
+			var extra []string
+			for _, d := range append([]string{k}, v.depReq[k]...) {
+				if !include[d] && !containsString(extra, d) {
+					extra = append(extra, d)
+				}
+			}
+			if v.maxProps >= 0 && count+len(extra) > v.maxProps {
+				continue
+			}
+			for _, d := range extra {
+				include[d] = true
+			}
+			count += len(extra)
+		}
+	}
+	// Declared properties in declaration order, then the rest.
 	var keys []string
-	seen := map[string]bool{}
-	addKey := func(k string) {
-		if !seen[k] {
-			seen[k] = true
+	for _, k := range v.propOrder {
+		if include[k] {
+			keys = append(keys, k)
+		}
+	}
+	for _, k := range mustKeys {
+		if !containsString(keys, k) {
 			keys = append(keys, k)
 		}
 	}
 	for _, k := range v.propOrder {
-		if v.requiredSet[k] {
-			addKey(k)
-		}
-	}
-	for _, k := range v.required {
-		addKey(k)
-	}
-	for i := 0; i < len(keys); i++ { // dependentRequired closure; keys grows
-		for _, d := range v.depReq[keys[i]] {
-			addKey(d)
-		}
-	}
-	nRequired := len(keys)
-	if shallow {
-		for _, k := range v.propOrder {
-			if v.maxProps >= 0 && len(keys) >= v.maxProps {
-				break
-			}
-			if seen[k] {
-				continue
-			}
-			// Only add an optional property when its dependencies fit too.
-			if v.maxProps >= 0 && len(keys)+1+len(v.depReq[k]) > v.maxProps && len(v.depReq[k]) > 0 {
-				continue
-			}
-			addKey(k)
-			for i := len(keys) - 1; i < len(keys); i++ {
-				for _, d := range v.depReq[keys[i]] {
-					addKey(d)
-				}
+		for _, d := range v.depReq[k] {
+			if include[k] && include[d] && !containsString(keys, d) {
+				keys = append(keys, d)
 			}
 		}
 	}
 	o := newObject()
 	ok := true
-	for i, k := range keys {
-		nodes := g.propNodes(v, k)
-		val, good := g.gen(conj{nodes: nodes}, st.child(escapePointer(k), k, st.variant))
-		if !good && i >= nRequired && !dependedOn(v, keys, k) {
+	for _, k := range keys {
+		val, good := g.gen(conj{nodes: g.propNodes(v, k)}, st.child(escapePointer(k), k, st.variant))
+		if !good && !must[k] && !dependedOn(v, keys, k) {
 			continue // drop an optional property that cannot be satisfied
 		}
 		ok = ok && good
@@ -1273,7 +1326,7 @@ func (g *generator) fillProperties(v *view, o *object, st state) bool {
 			}
 		}
 	}
-	for i := 1; len(o.keys) < v.minProps && i <= v.minProps+16; i++ {
+	for i := 1; len(o.keys) < v.minProps && i <= min(v.minProps, maxCount)+16; i++ {
 		try("extra" + strconv.Itoa(i))
 	}
 	return len(o.keys) >= v.minProps

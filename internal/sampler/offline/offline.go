@@ -38,6 +38,8 @@ const maxQuote = 200
 // Provider is the offline provider. Its zero value is ready to use.
 type Provider struct{}
 
+var _ sampler.Provider = (*Provider)(nil)
+
 // New returns an offline provider.
 func New() *Provider { return &Provider{} }
 

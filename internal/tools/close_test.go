@@ -1,0 +1,134 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/goleak"
+
+	"github.com/sampled/sampled/internal/config"
+)
+
+// TestClose checks that Close ends every goroutine the registry started
+// and every child process. It does not run in parallel, so that the leak
+// check sees this test's goroutines alone.
+func TestClose(t *testing.T) {
+	bin := mcpServer(t) // build first: the build is not part of the check
+	srv := newMCPServer()
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	defer ts.Close()
+	// The HTTP server runs on; the connections the registry made to it
+	// must end with it.
+	ignore := goleak.IgnoreCurrent()
+
+	ctx := context.Background()
+	r, err := Start(ctx, Options{Servers: map[string]config.MCPServer{
+		"one": {Command: bin},
+		"two": {Command: bin},
+		"web": {URL: ts.URL},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, server := range []string{"one", "two"} {
+		waitConnected(t, r, server)
+		res := mustCall(t, r, server+"__pid", nil)
+		var out struct {
+			PID int `json:"pid"`
+		}
+		if err := json.Unmarshal(res.StructuredContent, &out); err != nil || out.PID <= 0 {
+			t.Fatalf("pid: %s, %v", res.StructuredContent, err)
+		}
+		pids = append(pids, out.PID)
+	}
+	mustCall(t, r, "std__now", nil)
+	waitConnected(t, r, "web")
+	mustCall(t, r, "web__echo", map[string]any{"text": "x"})
+
+	// Close cancels a call in flight rather than wait for it.
+	marker := filepath.Join(t.TempDir(), "marker")
+	args, _ := json.Marshal(map[string]any{"ms": 600000, "marker": marker})
+	errc := make(chan error, 1)
+	go func() {
+		_, err := r.Call(ctx, "one__slow", args)
+		errc <- err
+	}()
+	pollFile(t, marker, "started")
+
+	if err := r.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if err := <-errc; !errors.Is(err, ErrUnavailable) {
+		t.Errorf("call in flight at Close = %v, want ErrUnavailable", err)
+	}
+	goleak.VerifyNone(t, ignore)
+	for _, pid := range pids {
+		// Close waited for the children, so they are reaped and gone.
+		if err := syscall.Kill(pid, 0); !errors.Is(err, syscall.ESRCH) {
+			t.Errorf("child %d: kill(0) = %v, want ESRCH", pid, err)
+		}
+	}
+
+	if err := r.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+	if _, err := r.Call(ctx, "one__pid", nil); !errors.Is(err, ErrUnavailable) {
+		t.Errorf("Call after Close = %v, want ErrUnavailable", err)
+	}
+	if err := r.WaitConnected(ctx, "one"); err == nil {
+		t.Error("WaitConnected after Close = nil")
+	}
+	for _, st := range r.Status() {
+		if st.Connected {
+			t.Errorf("%s is connected after Close", st.Name)
+		}
+	}
+}
+
+// TestStartErrors checks the configurations Start refuses.
+func TestStartErrors(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name    string
+		servers map[string]config.MCPServer
+		noStd   bool
+	}{
+		{"reserved name", map[string]config.MCPServer{"std": {Command: "x"}}, false},
+		{"neither command nor url", map[string]config.MCPServer{"x": {}}, false},
+		{"both command and url", map[string]config.MCPServer{"x": {Command: "x", URL: "http://127.0.0.1:1/mcp"}}, false},
+		{"empty name", map[string]config.MCPServer{"": {Command: "x"}}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := Start(context.Background(), Options{Servers: tt.servers, DisableStd: tt.noStd})
+			if err == nil {
+				_ = r.Close()
+				t.Fatal("Start succeeded")
+			}
+		})
+	}
+
+	t.Run("std may be replaced when disabled", func(t *testing.T) {
+		r := start(t, Options{Servers: map[string]config.MCPServer{"std": {URL: closedURL(t)}}, DisableStd: true})
+		if st := r.Status(); len(st) != 1 || st[0].Transport != TransportHTTP {
+			t.Errorf("Status = %+v", st)
+		}
+	})
+
+	t.Run("a command that does not exist", func(t *testing.T) {
+		r := start(t, Options{Servers: map[string]config.MCPServer{"ghost": {Command: "/nonexistent/mcp-server"}}})
+		waitFor(t, r, "a failed start", func() bool { return statusOf(t, r, "ghost").Error != "connecting" })
+		if err := r.Ready(); err == nil {
+			t.Error("Ready = nil")
+		}
+		mustCall(t, r, "std__now", nil)
+	})
+}

@@ -1,0 +1,715 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sampled/sampled/internal/metrics"
+	"github.com/sampled/sampled/internal/retry"
+	"github.com/sampled/sampled/internal/sampler"
+)
+
+const (
+	defaultMinBackoff = 500 * time.Millisecond
+	defaultMaxBackoff = 30 * time.Second
+	// connectTimeout bounds one connection attempt: start (or dial),
+	// initialize and the first tools/list.
+	connectTimeout = 30 * time.Second
+	// listTimeout bounds a refresh of a connected server's tool list.
+	listTimeout = 30 * time.Second
+	// pingTimeout bounds the ping that checks a server after a call failed
+	// in its transport.
+	pingTimeout = 10 * time.Second
+	// keepAlive is the ping interval of HTTP sessions, so that a server
+	// that went away is noticed even when no call is made.
+	keepAlive = 30 * time.Second
+)
+
+// errClosed is the state of every server once the registry is closed.
+var errClosed = errors.New("registry closed")
+
+// Registry connects to the configured MCP servers and the built-in std
+// server, lists their tools, keeps the list fresh, and calls tools. Create
+// it with [Start]; its methods are safe for concurrent use. A server that
+// fails to connect or dies is retried with backoff until [Registry.Close];
+// meanwhile its tools stay listed and calls to them fail with
+// [ErrUnavailable].
+type Registry struct {
+	logger  *slog.Logger
+	backoff retry.Upstream
+	// servers is fixed by Start; the mutable fields of each are guarded by
+	// mu.
+	servers map[string]*server
+	names   []string // sorted keys of servers
+	cancel  context.CancelFunc
+	closing chan struct{} // closed by Close, which cancels calls in flight
+	wg      sync.WaitGroup
+	record  recorder
+
+	mu      sync.Mutex
+	closed  bool
+	changed chan struct{} // closed and replaced on every change of state
+	tools   []Tool        // sorted by Name
+	index   map[string]toolRef
+	errs    []error // errors of closing sessions in Close
+}
+
+// server is one MCP server and its connection state.
+type server struct {
+	name      string
+	transport string
+	client    *mcp.Client
+	dial      dialer
+	refresh   chan struct{} // one pending re-list of tools
+	check     chan struct{} // one pending liveness check
+	idle      interface{ CloseIdleConnections() }
+
+	// Guarded by Registry.mu.
+	session  *mcp.ClientSession // nil when disconnected
+	err      string             // why it is disconnected
+	tools    []*mcp.Tool        // as last listed
+	connects int                // number of successful connections
+}
+
+// toolRef locates an exposed tool.
+type toolRef struct {
+	server   *server
+	original string
+}
+
+// Start validates o, connects the built-in std server (synchronously, so
+// that its tools are available at once) and starts connecting the
+// configured servers in the background. It returns at once: a server that
+// fails is retried with backoff, and only an invalid configuration or a
+// failing std server is an error. ctx bounds the start of std; the
+// background work lives until [Registry.Close].
+func Start(ctx context.Context, o Options) (*Registry, error) {
+	logger := o.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	version := o.Version
+	if version == "" {
+		version = "dev"
+	}
+	minB, maxB := o.MinBackoff, o.MaxBackoff
+	if minB <= 0 {
+		minB = defaultMinBackoff
+	}
+	if maxB <= 0 {
+		maxB = defaultMaxBackoff
+	}
+	r := &Registry{
+		logger:  logger,
+		backoff: retry.Upstream{BaseDelay: minB, MaxDelay: max(minB, maxB)},
+		servers: map[string]*server{},
+		record:  recorder{m: o.Metrics},
+		changed: make(chan struct{}),
+		closing: make(chan struct{}),
+		index:   map[string]toolRef{},
+	}
+	impl := &mcp.Implementation{Name: "sampled", Version: version}
+	names := make([]string, 0, len(o.Servers))
+	for name := range o.Servers {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		cfg := o.Servers[name]
+		if name == "" {
+			return nil, errors.New("tools: an MCP server needs a name")
+		}
+		if name == StdServer && !o.DisableStd {
+			return nil, fmt.Errorf("tools: mcpServers.%s: the name is reserved for the built-in server (disable it to reuse the name)", name)
+		}
+		s := newServer(name)
+		slogger := logger.With("mcpServer", name)
+		switch {
+		case cfg.Command != "" && cfg.URL != "":
+			return nil, fmt.Errorf("tools: mcpServers.%s: give command or url, not both", name)
+		case cfg.Command != "":
+			s.transport = TransportStdio
+			s.dial = stdioDialer(cfg, slogger)
+			s.client = r.newClient(impl, s, slogger, 0)
+		case cfg.URL != "":
+			hc, t := newHTTPClient(cfg.Headers)
+			s.transport = TransportHTTP
+			s.dial = httpDialer(cfg.URL, hc)
+			s.idle = t
+			s.client = r.newClient(impl, s, slogger, keepAlive)
+		default:
+			return nil, fmt.Errorf("tools: mcpServers.%s: give command (stdio) or url (streamable HTTP)", name)
+		}
+		r.servers[name] = s
+	}
+	var first *conn
+	if !o.DisableStd {
+		now := o.Now
+		if now == nil {
+			now = time.Now
+		}
+		s := newServer(StdServer)
+		s.transport = TransportBuiltin
+		s.dial = inMemoryDialer(newStdServer(now, version))
+		s.client = r.newClient(impl, s, logger.With("mcpServer", StdServer), 0)
+		r.servers[StdServer] = s
+		c, tools, err := r.connect(ctx, s)
+		if err != nil {
+			return nil, fmt.Errorf("tools: built-in server: %w", err)
+		}
+		first = c
+		r.setUp(s, c, tools)
+	}
+	for name, s := range r.servers {
+		r.names = append(r.names, name)
+		if s.session == nil {
+			r.record.up(name, false)
+		}
+	}
+	sort.Strings(r.names)
+
+	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	r.cancel = cancel
+	for _, s := range r.servers {
+		var c *conn
+		if s.name == StdServer && first != nil {
+			c = first
+		}
+		r.wg.Add(1)
+		go r.supervise(bg, s, c)
+	}
+	return r, nil
+}
+
+func newServer(name string) *server {
+	return &server{name: name, refresh: make(chan struct{}, 1), check: make(chan struct{}, 1), err: "connecting"}
+}
+
+// signal sends on a channel of one pending request unless one is pending.
+func signal(ch chan struct{}) {
+	select {
+	case ch <- struct{}{}:
+	default:
+	}
+}
+
+// newClient returns the MCP client of one server; its list-changed handler
+// asks the server's supervisor to re-list the tools.
+func (r *Registry) newClient(impl *mcp.Implementation, s *server, logger *slog.Logger, keepAlive time.Duration) *mcp.Client {
+	return mcp.NewClient(impl, &mcp.ClientOptions{
+		Logger:    logger,
+		KeepAlive: keepAlive,
+		// Advertise no client capabilities (the SDK's default is roots).
+		Capabilities: &mcp.ClientCapabilities{},
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			signal(s.refresh)
+		},
+	})
+}
+
+// connect opens a session to s and lists its tools.
+func (r *Registry) connect(ctx context.Context, s *server) (*conn, []*mcp.Tool, error) {
+	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
+	defer cancel()
+	c, err := s.dial(ctx, s.client)
+	if err != nil {
+		return nil, nil, fmt.Errorf("connect: %w", err)
+	}
+	tools, err := listTools(ctx, c.session)
+	if err != nil {
+		_ = c.close()
+		return nil, nil, err
+	}
+	return c, tools, nil
+}
+
+// listTools lists every tool of a session, following pagination.
+func listTools(ctx context.Context, session *mcp.ClientSession) ([]*mcp.Tool, error) {
+	var tools []*mcp.Tool
+	for t, err := range session.Tools(ctx, nil) {
+		if err != nil {
+			return nil, fmt.Errorf("list tools: %w", err)
+		}
+		tools = append(tools, t)
+	}
+	return tools, nil
+}
+
+// supervise keeps s connected until ctx ends: it serves the session c (if
+// any), and after a failure or the session's end reconnects with backoff.
+// On return, s's session is closed.
+func (r *Registry) supervise(ctx context.Context, s *server, c *conn) {
+	defer r.wg.Done()
+	attempt := 0
+	for {
+		if c == nil {
+			var tools []*mcp.Tool
+			var err error
+			c, tools, err = r.connect(ctx, s)
+			if err != nil {
+				if ctx.Err() != nil {
+					r.setDown(s, errClosed)
+					return
+				}
+				attempt++
+				r.logger.Warn("mcp server connection failed", "mcpServer", s.name, "attempt", attempt, "error", err)
+				r.setDown(s, err)
+				if !r.wait(ctx, attempt) {
+					r.setDown(s, errClosed)
+					return
+				}
+				continue
+			}
+			r.setUp(s, c, tools)
+			r.logger.Info("mcp server connected", "mcpServer", s.name, "tools", len(tools))
+		}
+		start := time.Now()
+		err := r.serve(ctx, s, c)
+		c = nil
+		if ctx.Err() != nil {
+			r.setDown(s, errClosed)
+			return
+		}
+		r.logger.Warn("mcp server disconnected", "mcpServer", s.name, "error", err)
+		r.setDown(s, err)
+		if time.Since(start) > r.backoff.MaxDelay {
+			attempt = 0 // it was up for a while: not a crash loop
+		}
+		attempt++
+		if !r.wait(ctx, attempt) {
+			r.setDown(s, errClosed)
+			return
+		}
+	}
+}
+
+// wait waits out the backoff after attempt failures; it reports false if
+// ctx ended first.
+func (r *Registry) wait(ctx context.Context, attempt int) bool {
+	t := time.NewTimer(r.backoff.Delay(attempt, nil))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// serve waits for the session of c to end, re-listing tools and checking
+// that the server answers pings when asked. It closes the session and
+// returns why it ended, or ctx's error.
+func (r *Registry) serve(ctx context.Context, s *server, c *conn) error {
+	done := make(chan error, 1)
+	go func() { done <- c.session.Wait() }()
+	var dead error // why serve closed the session itself
+	for {
+		select {
+		case err := <-done:
+			// The session is over; close it to release the transport.
+			_ = c.close()
+			switch {
+			case dead != nil:
+				return dead
+			case err == nil:
+				return errors.New("the server closed the session")
+			default:
+				return fmt.Errorf("session ended: %w", err)
+			}
+		case <-s.check:
+			if dead != nil {
+				continue
+			}
+			pctx, cancel := context.WithTimeout(ctx, pingTimeout)
+			err := c.session.Ping(pctx, nil)
+			cancel()
+			if err != nil && ctx.Err() == nil && !errors.Is(err, mcp.ErrConnectionClosed) {
+				// The server is gone while the transport does not say so
+				// (an HTTP endpoint refusing connections): reconnect. (A
+				// closed connection ends the session by itself, with a
+				// better reason.)
+				dead = fmt.Errorf("no answer to ping: %w", err)
+				_ = c.session.Close()
+			}
+		case <-s.refresh:
+			lctx, cancel := context.WithTimeout(ctx, listTimeout)
+			tools, err := listTools(lctx, c.session)
+			cancel()
+			if err != nil {
+				r.logger.Warn("mcp server tool list refresh failed", "mcpServer", s.name, "error", err)
+				continue
+			}
+			r.setTools(s, c, tools)
+		case <-ctx.Done():
+			err := c.close()
+			<-done
+			if err != nil {
+				r.mu.Lock()
+				r.errs = append(r.errs, fmt.Errorf("%s: %w", s.name, err))
+				r.mu.Unlock()
+			}
+			return ctx.Err()
+		}
+	}
+}
+
+// setUp marks s connected over c with tools.
+func (r *Registry) setUp(s *server, c *conn, tools []*mcp.Tool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s.session = c.session
+	s.err = ""
+	s.tools = tools
+	s.connects++
+	r.rebuild()
+	r.record.up(s.name, true)
+	r.broadcast()
+}
+
+// setTools replaces the tools of s, if c is still its session.
+func (r *Registry) setTools(s *server, c *conn, tools []*mcp.Tool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if s.session != c.session {
+		return
+	}
+	s.tools = tools
+	r.rebuild()
+	r.broadcast()
+}
+
+// setDown marks s disconnected because of err; its tools stay listed.
+func (r *Registry) setDown(s *server, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s.session = nil
+	s.err = err.Error()
+	r.record.up(s.name, false)
+	r.broadcast()
+}
+
+// broadcast wakes every waiter on r.changed. r.mu must be held.
+func (r *Registry) broadcast() {
+	close(r.changed)
+	r.changed = make(chan struct{})
+}
+
+// rebuild recomputes the exposed tools from every server's list. Two tools
+// whose exposed names collide keep the name in the order of their unmapped
+// "<server>__<tool>" names; the later ones get a hashed name. r.mu must be
+// held.
+func (r *Registry) rebuild() {
+	type entry struct {
+		s    *server
+		t    *mcp.Tool
+		full string
+	}
+	var all []entry
+	for _, s := range r.servers {
+		for _, t := range s.tools {
+			all = append(all, entry{s, t, s.name + "__" + t.Name})
+		}
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].full < all[j].full })
+	tools := make([]Tool, 0, len(all))
+	index := make(map[string]toolRef, len(all))
+	for _, e := range all {
+		name := ExposedName(e.s.name, e.t.Name)
+		if _, dup := index[name]; dup {
+			name = hashedName(name, e.full)
+			if _, dup := index[name]; dup {
+				r.logger.Warn("mcp tool skipped: its name collides", "mcpServer", e.s.name, "tool", e.t.Name)
+				continue
+			}
+		}
+		index[name] = toolRef{server: e.s, original: e.t.Name}
+		tools = append(tools, Tool{
+			Name:        name,
+			Server:      e.s.name,
+			Original:    e.t.Name,
+			Description: e.t.Description,
+			InputSchema: inputSchema(e.t.InputSchema),
+		})
+	}
+	sort.Slice(tools, func(i, j int) bool { return tools[i].Name < tools[j].Name })
+	r.tools = tools
+	r.index = index
+}
+
+// inputSchema returns a tool's input schema as JSON, {"type":"object"} when
+// it has none.
+func inputSchema(v any) json.RawMessage {
+	if v != nil {
+		if b, err := json.Marshal(v); err == nil && string(b) != "null" {
+			return b
+		}
+	}
+	return json.RawMessage(`{"type":"object"}`)
+}
+
+// Tools returns the tools available now, sorted by Name. Tools of a
+// disconnected server stay listed.
+func (r *Registry) Tools() []Tool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Tool(nil), r.tools...)
+}
+
+// Status reports every server, sorted by Name.
+func (r *Registry) Status() []ServerStatus {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]ServerStatus, 0, len(r.names))
+	for _, name := range r.names {
+		s := r.servers[name]
+		st := ServerStatus{Name: name, Transport: s.transport, Connected: s.session != nil, Tools: len(s.tools)}
+		if s.session == nil {
+			st.Error = s.err
+		}
+		out = append(out, st)
+	}
+	return out
+}
+
+// Ready returns nil when every server is connected, else an error wrapping
+// [ErrUnavailable] that names the servers that are not, with the reason.
+func (r *Registry) Ready() error {
+	var down []string
+	for _, st := range r.Status() {
+		if !st.Connected {
+			down = append(down, fmt.Sprintf("%s (%s)", st.Name, st.Error))
+		}
+	}
+	if len(down) > 0 {
+		return fmt.Errorf("%w: %s", ErrUnavailable, strings.Join(down, ", "))
+	}
+	return nil
+}
+
+// WaitConnected blocks until the named server is connected, ctx ends or the
+// registry is closed.
+func (r *Registry) WaitConnected(ctx context.Context, server string) error {
+	s, ok := r.servers[server]
+	if !ok {
+		return fmt.Errorf("tools: unknown MCP server %q", server)
+	}
+	return r.waitUntil(ctx, func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		return s.session != nil
+	})
+}
+
+// waitUntil blocks until cond reports true, checking it at once and after
+// every change of state, or until ctx ends or r is closed. cond is called
+// without r.mu held.
+func (r *Registry) waitUntil(ctx context.Context, cond func() bool) error {
+	for {
+		r.mu.Lock()
+		closed, changed := r.closed, r.changed
+		r.mu.Unlock()
+		switch {
+		case cond():
+			return nil
+		case closed:
+			return fmt.Errorf("tools: %w", errClosed)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("tools: %w", ctx.Err())
+		case <-changed:
+		}
+	}
+}
+
+// Call calls the tool with its exposed name and arguments (a JSON object;
+// empty means {}). A tool-level failure is a Result with IsError and a nil
+// error. An unknown name is an error wrapping [ErrUnknownTool]; a server
+// that is not connected, or whose transport broke during the call, an error
+// wrapping [ErrUnavailable] (as is a call that [Registry.Close] cancels);
+// any other protocol error, or ctx ending, is an error too. Ending ctx
+// cancels the call on the server (notifications/cancelled).
+func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage) (*Result, error) {
+	r.mu.Lock()
+	ref, ok := r.index[name]
+	var session *mcp.ClientSession
+	if ok {
+		session = ref.server.session
+	}
+	r.mu.Unlock()
+	if !ok {
+		r.record.call("other", outcomeError)
+		return nil, fmt.Errorf("%w: %q", ErrUnknownTool, name)
+	}
+	if session == nil {
+		r.record.call(name, outcomeError)
+		return nil, fmt.Errorf("tools: call %s: %w: %s", name, ErrUnavailable, ref.server.name)
+	}
+	if len(args) == 0 {
+		args = json.RawMessage("{}")
+	}
+	// Close cancels the call, so that it does not wait for the call.
+	callCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-r.closing:
+			cancel()
+		case <-callCtx.Done():
+		}
+	}()
+	start := time.Now()
+	res, err := session.CallTool(callCtx, &mcp.CallToolParams{Name: ref.original, Arguments: args})
+	r.record.duration(ref.server.name, time.Since(start))
+	if err != nil {
+		r.record.call(name, outcomeError)
+		switch {
+		case ctx.Err() != nil:
+			return nil, fmt.Errorf("tools: call %s: %w", name, ctx.Err())
+		case callCtx.Err() != nil:
+			return nil, fmt.Errorf("tools: call %s: %w: %w", name, ErrUnavailable, errClosed)
+		case !transportError(err):
+			return nil, fmt.Errorf("tools: call %s: %w", name, err)
+		default:
+			// The transport broke (a dead child, an unreachable URL); have
+			// the supervisor check whether the server is still there.
+			signal(ref.server.check)
+			return nil, fmt.Errorf("tools: call %s: %w: %w", name, ErrUnavailable, err)
+		}
+	}
+	out, err := convertResult(res)
+	if err != nil {
+		r.record.call(name, outcomeError)
+		return nil, fmt.Errorf("tools: call %s: %w", name, err)
+	}
+	if out.IsError {
+		r.record.call(name, outcomeToolError)
+	} else {
+		r.record.call(name, outcomeOK)
+	}
+	return out, nil
+}
+
+// Codes of the SDK's JSON-RPC errors that the transport, not the server,
+// reports: a request the transport could not send, and calls made while
+// either side is closing.
+const (
+	codeRejected      = -32005
+	codeClientClosing = -32003
+	codeServerClosing = -32004
+)
+
+// transportError reports whether a call failed because the way to the
+// server broke (a dead child, a refused connection, a closing session)
+// rather than with an error the server returned.
+func transportError(err error) bool {
+	var wire *jsonrpc.Error
+	if errors.As(err, &wire) {
+		switch wire.Code {
+		case codeRejected, codeClientClosing, codeServerClosing:
+			return true
+		}
+		return false
+	}
+	return true
+}
+
+// convertResult converts the SDK's result by JSON, so that every content
+// block round-trips.
+func convertResult(res *mcp.CallToolResult) (*Result, error) {
+	out := &Result{Content: make([]sampler.Content, 0, len(res.Content)), IsError: res.IsError}
+	for i, c := range res.Content {
+		b, err := json.Marshal(c)
+		if err != nil {
+			return nil, fmt.Errorf("content %d: %w", i, err)
+		}
+		var sc sampler.Content
+		if err := json.Unmarshal(b, &sc); err != nil {
+			return nil, fmt.Errorf("content %d: %w", i, err)
+		}
+		out.Content = append(out.Content, sc)
+	}
+	if res.StructuredContent != nil {
+		b, err := json.Marshal(res.StructuredContent)
+		if err != nil {
+			return nil, fmt.Errorf("structuredContent: %w", err)
+		}
+		out.StructuredContent = b
+	}
+	return out, nil
+}
+
+// Close cancels the calls in flight (they fail with [ErrUnavailable]),
+// closes every session (stdio children are asked to exit by closing their
+// stdin, then terminated after 5s and killed after 10s), stops the
+// reconnect goroutines and waits for all of it. It returns the errors of
+// closing sessions, if any. Calling it again does nothing.
+func (r *Registry) Close() error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	r.broadcast()
+	r.mu.Unlock()
+
+	close(r.closing)
+	r.cancel()
+	r.wg.Wait()
+	for _, s := range r.servers {
+		if s.idle != nil {
+			s.idle.CloseIdleConnections()
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := errors.Join(r.errs...); err != nil {
+		return fmt.Errorf("tools: close: %w", err)
+	}
+	return nil
+}
+
+// Outcomes of a tool call, the values of the outcome label.
+const (
+	outcomeOK        = "ok"
+	outcomeToolError = "tool_error"
+	outcomeError     = "error"
+)
+
+// recorder records metrics; a nil m records nothing.
+type recorder struct {
+	m *metrics.Metrics
+}
+
+func (rec recorder) call(tool, outcome string) {
+	if rec.m != nil {
+		rec.m.ToolCalls.WithLabelValues(tool, outcome).Inc()
+	}
+}
+
+func (rec recorder) duration(server string, d time.Duration) {
+	if rec.m != nil {
+		rec.m.ToolCallDuration.WithLabelValues(server).Observe(d.Seconds())
+	}
+}
+
+func (rec recorder) up(server string, up bool) {
+	if rec.m != nil {
+		v := 0.0
+		if up {
+			v = 1
+		}
+		rec.m.MCPServerUp.WithLabelValues(server).Set(v)
+	}
+}
