@@ -21,8 +21,11 @@ import (
 
 	"github.com/sampled/sampled/internal/config"
 	"github.com/sampled/sampled/internal/handlers"
+	"github.com/sampled/sampled/internal/loop"
 	"github.com/sampled/sampled/internal/metrics"
+	"github.com/sampled/sampled/internal/runs"
 	"github.com/sampled/sampled/internal/sampler"
+	"github.com/sampled/sampled/internal/tools"
 )
 
 func main() {
@@ -123,12 +126,24 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
+	toolReg, err := tools.Start(ctx, tools.Options{Servers: pc.MCPServers, Metrics: m, Logger: log})
+	if err != nil {
+		return fmt.Errorf("tools: %w", err)
+	}
+	defer toolReg.Close()
+	store := runs.NewMemory(runs.MemoryOptions{})
+	engine := loop.New(loop.Options{Sampler: svc, Tools: toolReg, Store: store, Metrics: m, Logger: log,
+		DefaultMaxTokens: cfg.defaultMaxTokens})
 	handler := handlers.New(handlers.Config{
 		Sampler:      svc,
 		Metrics:      m,
 		Gatherer:     reg,
 		Logger:       log,
 		MaxBodyBytes: cfg.maxBodyBytes,
+		Loops:        engine,
+		Runs:         store,
+		Tools:        toolReg,
+		Ready:        func(context.Context) error { return toolReg.Ready() },
 	})
 
 	ln, err := net.Listen("tcp", cfg.addr)
@@ -138,8 +153,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       120 * time.Second,
-		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+		ReadTimeout:       time.Minute,
+		// Long enough for a guaranteed helper's attempts; SSE streams clear
+		// their own write deadline.
+		WriteTimeout: 15 * time.Minute,
+		IdleTimeout:  120 * time.Second,
+		BaseContext:  func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr())
 	log.Info("listening", "addr", ln.Addr().String(), "models", len(cat.Models()), "default", cat.Default().ID())
@@ -154,7 +173,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	log.Info("shutting down: draining in-flight requests")
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
 	defer cancel()
-	if err := srv.Shutdown(sctx); err != nil {
+	shut := make(chan error, 1)
+	go func() { shut <- srv.Shutdown(sctx) }()
+	// Running loops are cancelled and publish their terminal events; then
+	// every event stream ends, so Shutdown is not held up by them.
+	engine.Close()
+	store.Close()
+	if err := <-shut; err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {

@@ -22,49 +22,16 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/go-chi/chi/v5"
 	"github.com/google/go-cmp/cmp"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sampled/sampled/api"
-	"github.com/sampled/sampled/internal/metrics"
-	"github.com/sampled/sampled/internal/sampler"
-	"github.com/sampled/sampled/internal/sampler/offline"
 )
 
-// newTestService returns a sampling service on the offline provider, built
-// the way cmd/server builds it.
-func newTestService(t testing.TB, m *metrics.Metrics) *sampler.Service {
-	t.Helper()
-	off := offline.New()
-	var models []sampler.Model
-	for _, name := range off.Models() {
-		models = append(models, sampler.Model{Provider: off.Name(), Name: name, Cost: 1, Speed: 1})
-	}
-	cat, err := sampler.NewCatalog(models, "offline/default")
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := sampler.New(sampler.Options{Providers: []sampler.Provider{off}, Catalog: cat, Metrics: m})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return svc
-}
-
-// newTestServer starts the service on the offline provider, with metrics on
-// their own registry served at /metrics. cfg, if not nil, adjusts the
-// configuration before the handler is built. The server is closed when the
-// test ends; use its Client() so that its connections close with it.
+// newTestServer starts the whole service on the offline provider (see
+// startStack); cfg, if not nil, adjusts the configuration before the
+// handler is built.
 func newTestServer(t testing.TB, cfg func(*Config)) *httptest.Server {
 	t.Helper()
-	reg := prometheus.NewRegistry()
-	m := metrics.New(reg)
-	c := Config{Sampler: newTestService(t, m), Metrics: m, Gatherer: reg}
-	if cfg != nil {
-		cfg(&c)
-	}
-	srv := httptest.NewServer(New(c))
-	t.Cleanup(srv.Close)
-	return srv
+	return startStackWith(t, stackOptions{cfg: cfg}).srv
 }
 
 // contract is the loaded OpenAPI document and a router over its paths.
@@ -247,7 +214,7 @@ func TestRoutesMatchSpec(t *testing.T) {
 	}
 	slices.Sort(want)
 
-	h := New(Config{Sampler: newTestService(t, nil)})
+	h := New(Config{})
 	mux, ok := h.(chi.Routes)
 	if !ok {
 		t.Fatalf("New returns %T, not a chi router", h)

@@ -21,5 +21,11 @@ func (s *server) routes() http.Handler {
 	r.Post("/v1/sample/schema", s.handleSampleSchema)
 	r.Post("/v1/sample/tools", s.handleSampleTools)
 	r.Post("/v1/messages", s.handleMessages)
+
+	r.Get("/v1/tools", s.handleTools)
+	r.Post("/v1/loops", s.handleStartLoop)
+	r.Get("/v1/loops/{id}", s.handleGetLoop)
+	r.Delete("/v1/loops/{id}", s.handleCancelLoop)
+	r.Get("/v1/loops/{id}/events", s.handleLoopEvents)
 	return r
 }

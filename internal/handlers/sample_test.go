@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,46 +17,10 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sampled/sampled/internal/mcpschema"
-	"github.com/sampled/sampled/internal/metrics"
 	"github.com/sampled/sampled/internal/sampler"
-	"github.com/sampled/sampled/internal/sampler/offline"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// stack is a running service on the offline provider (plus extra providers).
-type stack struct {
-	url     string
-	metrics *metrics.Metrics
-	reg     *prometheus.Registry
-}
-
-func startStack(t testing.TB, maxBody int64, extra ...sampler.Provider) *stack {
-	t.Helper()
-	reg := prometheus.NewRegistry()
-	m := metrics.New(reg)
-	off := offline.New()
-	providers := []sampler.Provider{off}
-	var models []sampler.Model
-	for _, name := range off.Models() {
-		models = append(models, sampler.Model{Provider: off.Name(), Name: name})
-	}
-	for _, p := range extra {
-		providers = append(providers, p)
-		models = append(models, sampler.Model{Provider: p.Name(), Name: "m"})
-	}
-	cat, err := sampler.NewCatalog(models, "offline/default")
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := sampler.New(sampler.Options{Providers: providers, Catalog: cat, Metrics: m})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(New(Config{Sampler: svc, Metrics: m, Gatherer: reg, MaxBodyBytes: maxBody}))
-	t.Cleanup(srv.Close)
-	return &stack{url: srv.URL, metrics: m, reg: reg}
-}
 
 // post sends body and returns the status and decoded JSON answer.
 func (s *stack) post(t *testing.T, path, body string) (int, http.Header, map[string]any) {

@@ -43,21 +43,35 @@ type Config struct {
 	MaxBodyBytes int64
 	// Ready reports whether dependencies are reachable; nil means ready.
 	Ready func(ctx context.Context) error
+	// Loops, Runs and Tools serve the tool-loop routes.
+	Loops Loops
+	Runs  Runs
+	Tools Tools
+	// Heartbeat is the interval of SSE comments on idle streams; 0 means 15 s.
+	Heartbeat time.Duration
 }
 
 type server struct {
-	mux      *chi.Mux
-	sampler  *sampler.Service
-	metrics  *metrics.Metrics
-	gatherer prometheus.Gatherer
-	log      *slog.Logger
-	maxBody  int64
-	ready    func(ctx context.Context) error
+	mux       *chi.Mux
+	sampler   *sampler.Service
+	metrics   *metrics.Metrics
+	gatherer  prometheus.Gatherer
+	log       *slog.Logger
+	maxBody   int64
+	ready     func(ctx context.Context) error
+	loops     Loops
+	runs      Runs
+	tools     Tools
+	heartbeat time.Duration
 }
 
 // New returns the service's HTTP handler.
 func New(c Config) http.Handler {
-	s := &server{mux: chi.NewRouter(), sampler: c.Sampler, metrics: c.Metrics, gatherer: c.Gatherer, log: c.Logger, maxBody: c.MaxBodyBytes, ready: c.Ready}
+	s := &server{mux: chi.NewRouter(), sampler: c.Sampler, metrics: c.Metrics, gatherer: c.Gatherer, log: c.Logger, maxBody: c.MaxBodyBytes, ready: c.Ready,
+		loops: c.Loops, runs: c.Runs, tools: c.Tools, heartbeat: c.Heartbeat}
+	if s.heartbeat <= 0 {
+		s.heartbeat = 15 * time.Second
+	}
 	if s.metrics == nil {
 		s.metrics = metrics.New(nil)
 	}
@@ -148,7 +162,9 @@ func (s *server) instrument(next http.Handler) http.Handler {
 		}
 		d := time.Since(start)
 		s.metrics.HTTPRequests.WithLabelValues(route, r.Method, strconv.Itoa(sw.status)).Inc()
-		s.metrics.HTTPDuration.WithLabelValues(route, r.Method).Observe(d.Seconds())
+		if !strings.HasPrefix(sw.Header().Get("Content-Type"), "text/event-stream") {
+			s.metrics.HTTPDuration.WithLabelValues(route, r.Method).Observe(d.Seconds())
+		}
 		s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
 			slog.String("requestId", requestID(r.Context())), slog.String("method", r.Method),
 			slog.String("route", route), slog.Int("status", sw.status), slog.Duration("duration", d))

@@ -1,0 +1,179 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/sampled/sampled/internal/loop"
+	"github.com/sampled/sampled/internal/runs"
+	"github.com/sampled/sampled/internal/sampler"
+	"github.com/sampled/sampled/internal/tools"
+)
+
+// Loops starts and cancels loop runs.
+type Loops interface {
+	Start(ctx context.Context, spec loop.Spec) (string, error)
+	Cancel(id string) bool
+}
+
+// Runs reads runs and follows their event logs.
+type Runs interface {
+	Snapshot(ctx context.Context, id string) (json.RawMessage, error)
+	Subscribe(ctx context.Context, id string, after int64) (*runs.Subscription, error)
+}
+
+// Tools lists the tools loops may use and their servers.
+type Tools interface {
+	Tools() []tools.Tool
+	Status() []tools.ServerStatus
+}
+
+// loopBody is the body of POST /v1/loops.
+type loopBody struct {
+	Prompt           *string                   `json:"prompt"`
+	Messages         []json.RawMessage         `json:"messages"`
+	SystemPrompt     string                    `json:"systemPrompt"`
+	Model            string                    `json:"model"`
+	ModelPreferences *sampler.ModelPreferences `json:"modelPreferences"`
+	AllowedTools     []string                  `json:"allowedTools"`
+	ToolChoice       *sampler.ToolChoice       `json:"toolChoice"`
+	MaxIterations    int                       `json:"maxIterations"`
+	TimeoutMs        int64                     `json:"timeoutMs"`
+	MaxTokens        int                       `json:"maxTokens"`
+	Temperature      *float64                  `json:"temperature"`
+}
+
+type loopLinks struct {
+	Self   string `json:"self"`
+	Events string `json:"events"`
+}
+
+func links(id string) loopLinks {
+	return loopLinks{Self: "/v1/loops/" + id, Events: "/v1/loops/" + id + "/events"}
+}
+
+func (s *server) handleStartLoop(w http.ResponseWriter, r *http.Request) {
+	var b loopBody
+	if err := s.decodeBody(w, r, &b, true); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	spec := loop.Spec{SystemPrompt: b.SystemPrompt, ModelSpec: b.Model, ModelPreferences: b.ModelPreferences,
+		AllowedTools: b.AllowedTools, ToolChoice: b.ToolChoice, MaxIterations: b.MaxIterations,
+		Timeout: time.Duration(b.TimeoutMs) * time.Millisecond, MaxTokens: b.MaxTokens, Temperature: b.Temperature}
+	switch {
+	case b.Prompt != nil && b.Messages != nil:
+		s.writeError(w, r, sampler.Invalid("/prompt", "give either prompt or messages, not both"))
+		return
+	case b.Prompt != nil:
+		spec.Messages = []sampler.Message{{Role: sampler.RoleUser, Content: []sampler.Content{sampler.TextBlock(*b.Prompt)}}}
+	case b.Messages != nil:
+		msgs, err := sampler.DecodeMessages(b.Messages)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		spec.Messages = msgs
+	}
+	if b.TimeoutMs < 0 {
+		s.writeError(w, r, sampler.Invalid("/timeoutMs", "timeoutMs must be between 1 and 3600000"))
+		return
+	}
+	stream := acceptsEventStream(r)
+	ctx := context.WithoutCancel(r.Context())
+	if stream {
+		// A streaming client that goes away cancels the loop it started.
+		ctx = r.Context()
+	}
+	id, err := s.loops.Start(ctx, spec)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	if stream {
+		s.streamEvents(w, r, id, 0)
+		return
+	}
+	w.Header().Set("Location", "/v1/loops/"+id)
+	s.writeJSON(w, http.StatusCreated, map[string]any{"id": id, "status": loop.StatusRunning, "links": links(id)})
+}
+
+func acceptsEventStream(r *http.Request) bool {
+	return strings.Contains(r.Header.Get("Accept"), "text/event-stream")
+}
+
+func (s *server) handleGetLoop(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	snap, err := s.runs.Snapshot(r.Context(), id)
+	if err != nil {
+		s.writeError(w, r, loopError(id, err))
+		return
+	}
+	var m map[string]any
+	if err := json.Unmarshal(snap, &m); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	m["links"] = links(id)
+	s.writeJSON(w, http.StatusOK, m)
+}
+
+func (s *server) handleCancelLoop(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	if _, err := s.runs.Snapshot(r.Context(), id); err != nil {
+		s.writeError(w, r, loopError(id, err))
+		return
+	}
+	if !s.loops.Cancel(id) {
+		s.writeProblem(w, r, Problem{Type: problemBase + "loop-finished", Title: "Loop already finished", Status: http.StatusConflict,
+			Detail: "loop " + id + " is no longer running"})
+		return
+	}
+	s.writeJSON(w, http.StatusAccepted, map[string]any{"id": id, "status": "cancelling", "links": links(id)})
+}
+
+func (s *server) handleLoopEvents(w http.ResponseWriter, r *http.Request) {
+	id := chi.URLParam(r, "id")
+	last := r.Header.Get("Last-Event-ID")
+	if last == "" {
+		last = r.URL.Query().Get("lastEventId")
+	}
+	var after int64
+	if last != "" {
+		n, err := strconv.ParseInt(last, 10, 64)
+		if err != nil || n < 0 {
+			s.writeError(w, r, sampler.Invalid("/lastEventId", "Last-Event-ID must be a non-negative event id"))
+			return
+		}
+		after = n
+	}
+	s.streamEvents(w, r, id, after)
+}
+
+func (s *server) handleTools(w http.ResponseWriter, r *http.Request) {
+	list := s.tools.Tools()
+	if list == nil {
+		list = []tools.Tool{}
+	}
+	s.writeJSON(w, http.StatusOK, map[string]any{"tools": list, "servers": s.tools.Status()})
+}
+
+// loopError maps run-store errors to problems.
+func loopError(id string, err error) error {
+	switch {
+	case errors.Is(err, runs.ErrNotFound):
+		return &bodyError{status: http.StatusNotFound, slug: "loop-not-found", title: "Loop not found",
+			detail: "no loop " + id + " (finished loops expire)"}
+	case errors.Is(err, runs.ErrExpired):
+		return &bodyError{status: http.StatusGone, slug: "events-expired", title: "Events no longer retained",
+			detail: "the events after this id are no longer kept; read the run with GET /v1/loops/" + id}
+	}
+	return err
+}

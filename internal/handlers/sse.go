@@ -1,0 +1,58 @@
+package handlers
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	sse "github.com/tmaxmax/go-sse"
+)
+
+// streamEvents writes a run's events with id > after as SSE, follows live
+// events and returns after the terminal event, when the client goes away,
+// or when the client fell too far behind (it can resume by id).
+func (s *server) streamEvents(w http.ResponseWriter, r *http.Request, id string, after int64) {
+	sub, err := s.runs.Subscribe(r.Context(), id, after)
+	if err != nil {
+		s.writeError(w, r, loopError(id, err))
+		return
+	}
+	defer sub.Close()
+	sess, err := sse.Upgrade(w, r)
+	if err != nil {
+		s.writeError(w, r, err)
+		return
+	}
+	// Streams last as long as the loop: no write deadline.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+	s.metrics.SSESubscribers.Inc()
+	defer s.metrics.SSESubscribers.Dec()
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Accel-Buffering", "no")
+	if err := sess.Flush(); err != nil {
+		return
+	}
+	heartbeat := time.NewTicker(s.heartbeat)
+	defer heartbeat.Stop()
+	for {
+		select {
+		case ev, ok := <-sub.Events():
+			if !ok {
+				return
+			}
+			msg := &sse.Message{ID: sse.ID(strconv.FormatInt(ev.ID, 10)), Type: sse.Type(ev.Name)}
+			msg.AppendData(string(ev.Data))
+			if sess.Send(msg) != nil || sess.Flush() != nil {
+				return
+			}
+		case <-heartbeat.C:
+			hb := &sse.Message{}
+			hb.AppendComment("heartbeat")
+			if sess.Send(hb) != nil || sess.Flush() != nil {
+				return
+			}
+		case <-r.Context().Done():
+			return
+		}
+	}
+}

@@ -1,0 +1,92 @@
+package handlers
+
+import (
+	"context"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/sampled/sampled/internal/config"
+	"github.com/sampled/sampled/internal/loop"
+	"github.com/sampled/sampled/internal/metrics"
+	"github.com/sampled/sampled/internal/runs"
+	"github.com/sampled/sampled/internal/sampler"
+	"github.com/sampled/sampled/internal/sampler/offline"
+	"github.com/sampled/sampled/internal/tools"
+)
+
+// stack is the whole service running on loopback, built the way cmd/server
+// builds it: the offline provider (plus extra providers), the std tools
+// (plus extra MCP servers), the in-memory run store and the loop engine.
+type stack struct {
+	srv     *httptest.Server
+	url     string
+	metrics *metrics.Metrics
+	reg     *prometheus.Registry
+	tools   *tools.Registry
+	runs    *runs.Memory
+	loops   *loop.Engine
+}
+
+type stackOptions struct {
+	maxBody   int64
+	extra     []sampler.Provider
+	servers   map[string]config.MCPServer
+	heartbeat time.Duration
+	loop      loop.Options
+	runs      runs.MemoryOptions
+	cfg       func(*Config)
+}
+
+func startStack(t testing.TB, maxBody int64, extra ...sampler.Provider) *stack {
+	t.Helper()
+	return startStackWith(t, stackOptions{maxBody: maxBody, extra: extra})
+}
+
+func startStackWith(t testing.TB, o stackOptions) *stack {
+	t.Helper()
+	s := &stack{reg: prometheus.NewRegistry()}
+	s.metrics = metrics.New(s.reg)
+	off := offline.New()
+	providers := []sampler.Provider{off}
+	var models []sampler.Model
+	for _, name := range off.Models() {
+		models = append(models, sampler.Model{Provider: off.Name(), Name: name, Cost: 1, Speed: 1})
+	}
+	for _, p := range o.extra {
+		providers = append(providers, p)
+		models = append(models, sampler.Model{Provider: p.Name(), Name: "m"})
+	}
+	cat, err := sampler.NewCatalog(models, "offline/default")
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := sampler.New(sampler.Options{Providers: providers, Catalog: cat, Metrics: s.metrics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.tools, err = tools.Start(context.Background(), tools.Options{Servers: o.servers, Metrics: s.metrics})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.runs = runs.NewMemory(o.runs)
+	lo := o.loop
+	lo.Sampler, lo.Tools, lo.Store, lo.Metrics = svc, s.tools, s.runs, s.metrics
+	s.loops = loop.New(lo)
+	c := Config{Sampler: svc, Metrics: s.metrics, Gatherer: s.reg, MaxBodyBytes: o.maxBody,
+		Loops: s.loops, Runs: s.runs, Tools: s.tools, Heartbeat: o.heartbeat, Ready: func(context.Context) error { return s.tools.Ready() }}
+	if o.cfg != nil {
+		o.cfg(&c)
+	}
+	s.srv = httptest.NewServer(New(c))
+	s.url = s.srv.URL
+	t.Cleanup(func() {
+		s.srv.Close()
+		s.loops.Close()
+		s.runs.Close()
+		_ = s.tools.Close()
+	})
+	return s
+}

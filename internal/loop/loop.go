@@ -1,0 +1,262 @@
+// Package loop runs agentic tool loops: the model asks for tools, the tools
+// run on MCP servers, their results go back to the model, until it answers
+// in text or a limit is reached. Every step is appended to the run's event
+// log, from which subscribers stream it.
+package loop
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path"
+	"sync"
+	"time"
+
+	"github.com/sampled/sampled/internal/metrics"
+	"github.com/sampled/sampled/internal/runs"
+	"github.com/sampled/sampled/internal/sampler"
+	"github.com/sampled/sampled/internal/tools"
+)
+
+// Terminal statuses of a run, and StatusRunning while it runs.
+const (
+	StatusRunning       = "running"
+	StatusCompleted     = "completed"
+	StatusMaxIterations = "max_iterations"
+	StatusTimeout       = "timeout"
+	StatusCancelled     = "cancelled"
+	StatusFailed        = "failed"
+)
+
+// Event names of the catalogue.
+const (
+	EventLoopStarted        = "loop.started"
+	EventModelCompleted     = "model.completed"
+	EventToolStarted        = "tool.started"
+	EventToolCompleted      = "tool.completed"
+	EventIterationCompleted = "iteration.completed"
+	EventLoopCompleted      = "loop.completed"
+)
+
+// Sampler runs one model call.
+type Sampler interface {
+	Sample(ctx context.Context, p *sampler.Params) (*sampler.Result, error)
+}
+
+// ToolSource lists and calls the tools a loop may use.
+type ToolSource interface {
+	Tools() []tools.Tool
+	Call(ctx context.Context, name string, args json.RawMessage) (*tools.Result, error)
+}
+
+// Store keeps runs and their event logs.
+type Store interface {
+	Create(ctx context.Context, id string, snapshot json.RawMessage) error
+	SetSnapshot(ctx context.Context, id string, snapshot json.RawMessage) error
+	Append(ctx context.Context, id, name string, data json.RawMessage, terminal bool) (runs.Event, error)
+}
+
+// Options configure an Engine. Zero values mean the documented defaults.
+type Options struct {
+	Sampler Sampler
+	Tools   ToolSource
+	Store   Store
+	// Metrics nil records nothing; Logger nil discards.
+	Metrics *metrics.Metrics
+	Logger  *slog.Logger
+	// MaxIterations default 10; Timeout default 300 s; ToolTimeout default
+	// 30 s; Parallel (concurrent tool calls of one iteration) default 4.
+	MaxIterations int
+	Timeout       time.Duration
+	ToolTimeout   time.Duration
+	Parallel      int
+	// DefaultMaxTokens applies when a spec gives none; 0 means 1024.
+	DefaultMaxTokens int
+}
+
+// Spec is what a client asks a loop to do.
+type Spec struct {
+	Messages         []sampler.Message
+	SystemPrompt     string
+	ModelSpec        string
+	ModelPreferences *sampler.ModelPreferences
+	// AllowedTools are glob patterns (path.Match) over exposed tool names;
+	// empty allows every tool.
+	AllowedTools  []string
+	ToolChoice    *sampler.ToolChoice
+	MaxIterations int
+	Timeout       time.Duration
+	MaxTokens     int
+	Temperature   *float64
+}
+
+// Snapshot is the state of a run, as GET /v1/loops/{id} returns it.
+type Snapshot struct {
+	ID            string            `json:"id"`
+	TraceID       string            `json:"traceId"`
+	Status        string            `json:"status"`
+	Model         string            `json:"model,omitempty"`
+	Tools         []string          `json:"tools"`
+	MaxIterations int               `json:"maxIterations"`
+	TimeoutMs     int64             `json:"timeoutMs"`
+	Iterations    int               `json:"iterations"`
+	Messages      []sampler.Message `json:"messages"`
+	Result        string            `json:"result,omitempty"`
+	Error         string            `json:"error,omitempty"`
+	Usage         sampler.Usage     `json:"usage"`
+	CreatedAt     time.Time         `json:"createdAt"`
+	FinishedAt    *time.Time        `json:"finishedAt,omitempty"`
+}
+
+// Engine starts and cancels loop runs.
+type Engine struct {
+	o  Options
+	mu sync.Mutex
+	// cancels holds the cancel function of every running loop.
+	cancels map[string]context.CancelCauseFunc
+	wg      sync.WaitGroup
+}
+
+// New returns an Engine.
+func New(o Options) *Engine {
+	if o.MaxIterations <= 0 {
+		o.MaxIterations = 10
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 300 * time.Second
+	}
+	if o.ToolTimeout <= 0 {
+		o.ToolTimeout = 30 * time.Second
+	}
+	if o.Parallel <= 0 {
+		o.Parallel = 4
+	}
+	if o.DefaultMaxTokens <= 0 {
+		o.DefaultMaxTokens = 1024
+	}
+	if o.Metrics == nil {
+		o.Metrics = metrics.New(nil)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return &Engine{o: o, cancels: map[string]context.CancelCauseFunc{}}
+}
+
+// errCancelled is the cause of a loop cancelled by Cancel or Close.
+var errCancelled = errors.New("loop cancelled")
+
+// Start checks spec, creates the run and runs the loop in the background.
+// The loop ends when ctx ends (a streaming client that went away), on
+// Cancel, or by its own limits.
+func (e *Engine) Start(ctx context.Context, spec Spec) (string, error) {
+	if err := e.check(&spec); err != nil {
+		return "", err
+	}
+	id := newID("loop_")
+	trace := newID("")
+	snap := &Snapshot{ID: id, TraceID: trace, Status: StatusRunning, MaxIterations: spec.MaxIterations,
+		TimeoutMs: spec.Timeout.Milliseconds(), Messages: spec.Messages, CreatedAt: time.Now().UTC()}
+	b, _ := json.Marshal(snap)
+	if err := e.o.Store.Create(ctx, id, b); err != nil {
+		return "", fmt.Errorf("loop: create run: %w", err)
+	}
+	lctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	stop := context.AfterFunc(ctx, func() { cancel(errCancelled) })
+	e.mu.Lock()
+	e.cancels[id] = cancel
+	e.mu.Unlock()
+	e.wg.Add(1)
+	e.o.Metrics.LoopsActive.Inc()
+	go func() {
+		defer e.wg.Done()
+		defer e.o.Metrics.LoopsActive.Dec()
+		defer stop()
+		defer func() {
+			e.mu.Lock()
+			delete(e.cancels, id)
+			e.mu.Unlock()
+			cancel(nil)
+		}()
+		r := &run{e: e, id: id, spec: spec, snap: snap, log: e.o.Logger.With("loopId", id, "traceId", trace)}
+		r.run(lctx)
+	}()
+	return id, nil
+}
+
+// Cancel stops a running loop: its model call and every running tool call
+// are cancelled. It reports whether the loop was running.
+func (e *Engine) Cancel(id string) bool {
+	e.mu.Lock()
+	cancel, ok := e.cancels[id]
+	e.mu.Unlock()
+	if ok {
+		cancel(errCancelled)
+	}
+	return ok
+}
+
+// Close cancels every running loop and waits for them to finish.
+func (e *Engine) Close() {
+	e.mu.Lock()
+	for _, cancel := range e.cancels {
+		cancel(errCancelled)
+	}
+	e.mu.Unlock()
+	e.wg.Wait()
+}
+
+// check fills defaults and validates a spec.
+func (e *Engine) check(s *Spec) error {
+	var errs []sampler.FieldError
+	if len(s.Messages) == 0 {
+		errs = append(errs, sampler.FieldError{Path: "/messages", Message: "give prompt or messages"})
+	}
+	switch {
+	case s.MaxIterations == 0:
+		s.MaxIterations = e.o.MaxIterations
+	case s.MaxIterations < 0 || s.MaxIterations > 100:
+		errs = append(errs, sampler.FieldError{Path: "/maxIterations", Message: "maxIterations must be between 1 and 100"})
+	}
+	switch {
+	case s.Timeout == 0:
+		s.Timeout = e.o.Timeout
+	case s.Timeout < 0 || s.Timeout > time.Hour:
+		errs = append(errs, sampler.FieldError{Path: "/timeoutMs", Message: "timeoutMs must be between 1 and 3600000"})
+	}
+	if s.MaxTokens == 0 {
+		s.MaxTokens = e.o.DefaultMaxTokens
+	}
+	for i, p := range s.AllowedTools {
+		if _, err := path.Match(p, ""); err != nil {
+			errs = append(errs, sampler.FieldError{Path: fmt.Sprintf("/allowedTools/%d", i), Message: "not a valid glob pattern"})
+		}
+	}
+	if len(errs) > 0 {
+		return &sampler.InvalidError{Detail: errs[0].Path + ": " + errs[0].Message, Errors: errs}
+	}
+	return nil
+}
+
+func newID(prefix string) string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}
+
+// allowed reports whether name matches one of the patterns (all when none).
+func allowed(patterns []string, name string) bool {
+	if len(patterns) == 0 {
+		return true
+	}
+	for _, p := range patterns {
+		if ok, _ := path.Match(p, name); ok {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,287 @@
+package loop
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/sampled/sampled/internal/sampler"
+	"github.com/sampled/sampled/internal/tools"
+)
+
+// Event payloads of the catalogue.
+type (
+	startedEvent struct {
+		ID            string   `json:"id"`
+		TraceID       string   `json:"traceId"`
+		Model         string   `json:"model,omitempty"`
+		Tools         []string `json:"tools"`
+		MaxIterations int      `json:"maxIterations"`
+		TimeoutMs     int64    `json:"timeoutMs"`
+	}
+	modelEvent struct {
+		Iteration  int                `json:"iteration"`
+		Model      string             `json:"model"`
+		StopReason string             `json:"stopReason"`
+		Text       string             `json:"text"`
+		ToolCalls  []sampler.ToolCall `json:"toolCalls"`
+		Usage      sampler.Usage      `json:"usage"`
+		DurationMs int64              `json:"durationMs"`
+	}
+	toolStartedEvent struct {
+		Iteration int             `json:"iteration"`
+		CallID    string          `json:"callId"`
+		Name      string          `json:"name"`
+		Arguments json.RawMessage `json:"arguments"`
+	}
+	toolCompletedEvent struct {
+		Iteration         int               `json:"iteration"`
+		CallID            string            `json:"callId"`
+		Name              string            `json:"name"`
+		IsError           bool              `json:"isError"`
+		Content           []sampler.Content `json:"content"`
+		StructuredContent json.RawMessage   `json:"structuredContent,omitempty"`
+		DurationMs        int64             `json:"durationMs"`
+	}
+	iterationEvent struct {
+		TraceID    string   `json:"traceId"`
+		Iteration  int      `json:"iteration"`
+		ToolCalls  []string `json:"toolCalls"`
+		DurationMs int64    `json:"durationMs"`
+	}
+	completedEvent struct {
+		TraceID         string        `json:"traceId"`
+		Status          string        `json:"status"`
+		TotalIterations int           `json:"totalIterations"`
+		Success         bool          `json:"success"`
+		DurationMs      int64         `json:"durationMs"`
+		Result          string        `json:"result"`
+		Error           string        `json:"error,omitempty"`
+		Usage           sampler.Usage `json:"usage"`
+	}
+)
+
+// run is one loop in progress. Only its goroutine touches it, except the
+// parallel tool calls, which only emit events.
+type run struct {
+	e    *Engine
+	id   string
+	spec Spec
+	snap *Snapshot
+	log  *slog.Logger
+}
+
+func (r *run) emit(name string, data any, terminal bool) {
+	b, err := json.Marshal(data)
+	if err != nil {
+		r.log.Error("encode event", "event", name, "error", err)
+		return
+	}
+	// Events are recorded even when the loop's context has ended: the
+	// terminal event of a cancelled loop must reach its subscribers.
+	if _, err := r.e.o.Store.Append(context.Background(), r.id, name, b, terminal); err != nil {
+		r.log.Error("append event", "event", name, "error", err)
+		return
+	}
+	r.e.o.Metrics.SSEEvents.WithLabelValues(name).Inc()
+}
+
+func (r *run) save() {
+	b, err := json.Marshal(r.snap)
+	if err == nil {
+		err = r.e.o.Store.SetSnapshot(context.Background(), r.id, b)
+	}
+	if err != nil {
+		r.log.Error("save run", "error", err)
+	}
+}
+
+func (r *run) run(parent context.Context) {
+	start := time.Now()
+	ctx, cancel := context.WithTimeoutCause(parent, r.spec.Timeout, context.DeadlineExceeded)
+	defer cancel()
+
+	var defs []sampler.Tool
+	for _, t := range r.e.o.Tools.Tools() {
+		if allowed(r.spec.AllowedTools, t.Name) {
+			defs = append(defs, sampler.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema})
+			r.snap.Tools = append(r.snap.Tools, t.Name)
+		}
+	}
+	if r.snap.Tools == nil {
+		r.snap.Tools = []string{}
+	}
+	r.emit(EventLoopStarted, startedEvent{ID: r.id, TraceID: r.snap.TraceID, Model: r.spec.ModelSpec, Tools: r.snap.Tools,
+		MaxIterations: r.spec.MaxIterations, TimeoutMs: r.spec.Timeout.Milliseconds()}, false)
+
+	msgs := append([]sampler.Message(nil), r.spec.Messages...)
+	status, errText := StatusMaxIterations, ""
+	for it := 1; it <= r.spec.MaxIterations; it++ {
+		itStart := time.Now()
+		choice := r.spec.ToolChoice
+		if it > 1 && choice != nil && (choice.Mode == sampler.ToolChoiceRequired || choice.Mode == sampler.ToolChoiceTool) {
+			choice = &sampler.ToolChoice{Mode: sampler.ToolChoiceAuto}
+		}
+		if it == r.spec.MaxIterations && len(defs) > 0 {
+			choice = &sampler.ToolChoice{Mode: sampler.ToolChoiceNone}
+		}
+		p := &sampler.Params{
+			Request: sampler.Request{Messages: msgs, SystemPrompt: r.spec.SystemPrompt, MaxTokens: r.spec.MaxTokens,
+				Temperature: r.spec.Temperature, Tools: defs, ToolChoice: choice},
+			ModelSpec: r.spec.ModelSpec, ModelPreferences: r.spec.ModelPreferences, Endpoint: "loops",
+		}
+		if len(defs) == 0 {
+			p.ToolChoice = nil
+		}
+		res, err := r.e.o.Sampler.Sample(ctx, p)
+		if err != nil {
+			status, errText = r.failure(ctx, err)
+			break
+		}
+		r.snap.Model = res.Provider + "/" + res.Model
+		r.snap.Iterations = it
+		r.snap.Usage = r.snap.Usage.Add(res.Usage)
+		calls := res.ToolCalls
+		if calls == nil {
+			calls = []sampler.ToolCall{}
+		}
+		r.emit(EventModelCompleted, modelEvent{Iteration: it, Model: r.snap.Model, StopReason: res.StopReason, Text: res.Text,
+			ToolCalls: calls, Usage: res.Usage, DurationMs: time.Since(itStart).Milliseconds()}, false)
+		content := res.Content
+		if len(content) == 0 {
+			content = []sampler.Content{sampler.TextBlock("")}
+		}
+		msgs = append(msgs, sampler.Message{Role: sampler.RoleAssistant, Content: content})
+		r.snap.Messages = msgs
+		if len(calls) == 0 {
+			r.snap.Result = res.Text
+			status = StatusCompleted
+			r.emit(EventIterationCompleted, iterationEvent{TraceID: r.snap.TraceID, Iteration: it, ToolCalls: []string{},
+				DurationMs: time.Since(itStart).Milliseconds()}, false)
+			break
+		}
+		if it == r.spec.MaxIterations {
+			// The model still wants tools on the last allowed iteration.
+			r.emit(EventIterationCompleted, iterationEvent{TraceID: r.snap.TraceID, Iteration: it, ToolCalls: names(calls),
+				DurationMs: time.Since(itStart).Milliseconds()}, false)
+			break
+		}
+		results := r.callTools(ctx, it, calls)
+		msgs = append(msgs, sampler.Message{Role: sampler.RoleUser, Content: results})
+		r.snap.Messages = msgs
+		r.save()
+		r.emit(EventIterationCompleted, iterationEvent{TraceID: r.snap.TraceID, Iteration: it, ToolCalls: names(calls),
+			DurationMs: time.Since(itStart).Milliseconds()}, false)
+		if ctx.Err() != nil {
+			status, errText = r.failure(ctx, ctx.Err())
+			break
+		}
+	}
+	now := time.Now().UTC()
+	r.snap.Status, r.snap.Error, r.snap.FinishedAt = status, errText, &now
+	r.save()
+	r.e.o.Metrics.LoopsTotal.WithLabelValues(status).Inc()
+	r.e.o.Metrics.LoopIterations.Observe(float64(r.snap.Iterations))
+	r.log.Info("loop finished", "status", status, "iterations", r.snap.Iterations, "duration", time.Since(start))
+	r.emit(EventLoopCompleted, completedEvent{TraceID: r.snap.TraceID, Status: status, TotalIterations: r.snap.Iterations,
+		Success: status == StatusCompleted, DurationMs: time.Since(start).Milliseconds(), Result: r.snap.Result,
+		Error: errText, Usage: r.snap.Usage}, true)
+}
+
+// failure names the terminal status of a loop whose model call failed.
+func (r *run) failure(ctx context.Context, err error) (string, string) {
+	switch cause := context.Cause(ctx); {
+	case errors.Is(cause, errCancelled):
+		return StatusCancelled, "cancelled"
+	case errors.Is(cause, context.DeadlineExceeded):
+		return StatusTimeout, fmt.Sprintf("the loop did not finish within %s", r.spec.Timeout)
+	}
+	var inv *sampler.InvalidError
+	if errors.As(err, &inv) {
+		return StatusFailed, "invalid request: " + inv.Error()
+	}
+	var up *sampler.UpstreamError
+	if errors.As(err, &up) {
+		return StatusFailed, up.Error()
+	}
+	r.log.Error("model call failed", "error", err)
+	return StatusFailed, "the model call failed"
+}
+
+// callTools runs the calls of one iteration concurrently, at most Parallel
+// at a time, and returns their tool_result blocks in call order. Failing,
+// unknown and disallowed tools become error results.
+func (r *run) callTools(ctx context.Context, it int, calls []sampler.ToolCall) []sampler.Content {
+	results := make([]sampler.Content, len(calls))
+	sem := make(chan struct{}, r.e.o.Parallel)
+	var wg sync.WaitGroup
+	for i, c := range calls {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+				defer func() { <-sem }()
+			case <-ctx.Done():
+			}
+			results[i] = r.callTool(ctx, it, c)
+		}()
+	}
+	wg.Wait()
+	return results
+}
+
+func (r *run) callTool(ctx context.Context, it int, c sampler.ToolCall) sampler.Content {
+	start := time.Now()
+	r.emit(EventToolStarted, toolStartedEvent{Iteration: it, CallID: c.ID, Name: c.Name, Arguments: c.Arguments}, false)
+	res, err := r.execute(ctx, c)
+	if err != nil {
+		res = &tools.Result{IsError: true, Content: []sampler.Content{sampler.TextBlock(err.Error())}}
+	}
+	if res.Content == nil {
+		res.Content = []sampler.Content{}
+	}
+	r.emit(EventToolCompleted, toolCompletedEvent{Iteration: it, CallID: c.ID, Name: c.Name, IsError: res.IsError,
+		Content: res.Content, StructuredContent: res.StructuredContent, DurationMs: time.Since(start).Milliseconds()}, false)
+	isErr := res.IsError
+	return sampler.Content{Type: sampler.BlockToolResult, ToolUseID: c.ID, Content: res.Content,
+		StructuredContent: res.StructuredContent, IsError: &isErr}
+}
+
+// execute runs one call; an error is shown to the model as an error result.
+func (r *run) execute(ctx context.Context, c sampler.ToolCall) (*tools.Result, error) {
+	if ctx.Err() != nil {
+		return nil, errors.New("not run: the loop is ending")
+	}
+	if !allowed(r.spec.AllowedTools, c.Name) {
+		r.e.o.Metrics.ToolCalls.WithLabelValues("other", "disallowed").Inc()
+		return nil, fmt.Errorf("tool %q is not allowed in this loop", c.Name)
+	}
+	tctx, cancel := context.WithTimeout(ctx, r.e.o.ToolTimeout)
+	defer cancel()
+	res, err := r.e.o.Tools.Call(tctx, c.Name, c.Arguments)
+	switch {
+	case err == nil:
+		return res, nil
+	case errors.Is(err, tools.ErrUnknownTool):
+		return nil, fmt.Errorf("unknown tool %q", c.Name)
+	case ctx.Err() == nil && errors.Is(tctx.Err(), context.DeadlineExceeded):
+		return nil, fmt.Errorf("tool %q did not answer within %s", c.Name, r.e.o.ToolTimeout)
+	case ctx.Err() != nil:
+		return nil, fmt.Errorf("tool %q was cancelled", c.Name)
+	default:
+		return nil, fmt.Errorf("tool %q failed: %v", c.Name, err)
+	}
+}
+
+func names(calls []sampler.ToolCall) []string {
+	out := make([]string, len(calls))
+	for i, c := range calls {
+		out[i] = c.Name
+	}
+	return out
+}
