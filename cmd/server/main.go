@@ -16,16 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-
-	"github.com/sampled/sampled/internal/config"
-	"github.com/sampled/sampled/internal/handlers"
-	"github.com/sampled/sampled/internal/loop"
-	"github.com/sampled/sampled/internal/metrics"
-	"github.com/sampled/sampled/internal/runs"
-	"github.com/sampled/sampled/internal/sampler"
-	"github.com/sampled/sampled/internal/tools"
+	"github.com/sampled/sampled/internal/app"
 )
 
 func main() {
@@ -104,54 +95,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	log := slog.New(logHandler)
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	m := metrics.New(reg)
-
-	pc, err := config.Load(getenv, nil)
+	a, err := app.New(ctx, app.Options{Getenv: getenv, Logger: log, MaxBodyBytes: cfg.maxBodyBytes, DefaultMaxTokens: cfg.defaultMaxTokens})
 	if err != nil {
 		return err
 	}
-	providers, cat, err := buildProviders(pc)
-	if err != nil {
-		return fmt.Errorf("config: %w", err)
-	}
-	svc, err := sampler.New(sampler.Options{
-		Providers:        providers,
-		Catalog:          cat,
-		Metrics:          m,
-		DefaultMaxTokens: cfg.defaultMaxTokens,
-		CallTimeout:      time.Duration(pc.CallTimeout),
-	})
-	if err != nil {
-		return err
-	}
-	toolReg, err := tools.Start(ctx, tools.Options{Servers: pc.MCPServers, Metrics: m, Logger: log})
-	if err != nil {
-		return fmt.Errorf("tools: %w", err)
-	}
-	defer toolReg.Close()
-	store := runs.NewMemory(runs.MemoryOptions{})
-	engine := loop.New(loop.Options{Sampler: svc, Tools: toolReg, Store: store, Metrics: m, Logger: log,
-		DefaultMaxTokens: cfg.defaultMaxTokens})
-	handler := handlers.New(handlers.Config{
-		Sampler:      svc,
-		Metrics:      m,
-		Gatherer:     reg,
-		Logger:       log,
-		MaxBodyBytes: cfg.maxBodyBytes,
-		Loops:        engine,
-		Runs:         store,
-		Tools:        toolReg,
-		Ready:        func(context.Context) error { return toolReg.Ready() },
-	})
+	defer a.Close()
 
 	ln, err := net.Listen("tcp", cfg.addr)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
 	srv := &http.Server{
-		Handler:           handler,
+		Handler:           a.Handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       time.Minute,
 		// Long enough for a guaranteed helper's attempts; SSE streams clear
@@ -161,7 +116,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		BaseContext:  func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
 	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr())
-	log.Info("listening", "addr", ln.Addr().String(), "models", len(cat.Models()), "default", cat.Default().ID())
+	log.Info("listening", "addr", ln.Addr().String(), "models", len(a.Catalog.Models()), "default", a.Catalog.Default().ID())
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
@@ -177,8 +132,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	go func() { shut <- srv.Shutdown(sctx) }()
 	// Running loops are cancelled and publish their terminal events; then
 	// every event stream ends, so Shutdown is not held up by them.
-	engine.Close()
-	store.Close()
+	a.Drain()
 	if err := <-shut; err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}

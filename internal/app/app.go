@@ -1,0 +1,112 @@
+// Package app assembles sampled from its parts: configuration, providers,
+// the sampling service, MCP tools, the run store, the loop engine and the
+// HTTP handler. cmd/server serves it; cmd/sampled-bench measures it.
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/sampled/sampled/internal/config"
+	"github.com/sampled/sampled/internal/handlers"
+	"github.com/sampled/sampled/internal/loop"
+	"github.com/sampled/sampled/internal/metrics"
+	"github.com/sampled/sampled/internal/runs"
+	"github.com/sampled/sampled/internal/sampler"
+	"github.com/sampled/sampled/internal/tools"
+)
+
+// Options configure an App. Zero values mean the documented defaults.
+type Options struct {
+	// Getenv reads the environment (SAMPLED_CONFIG, SAMPLING_*).
+	Getenv func(string) string
+	// Logger nil discards logs.
+	Logger *slog.Logger
+	// Registry nil means a new registry with the Go and process collectors.
+	Registry *prometheus.Registry
+	// MaxBodyBytes 0 means 4 MiB; DefaultMaxTokens 0 means 1024.
+	MaxBodyBytes     int64
+	DefaultMaxTokens int
+}
+
+// App is the assembled service.
+type App struct {
+	// Handler serves every route.
+	Handler http.Handler
+	// Catalog lists the configured models.
+	Catalog *sampler.Catalog
+
+	engine *loop.Engine
+	store  *runs.Memory
+	tools  *tools.Registry
+}
+
+// New reads the configuration and builds the service. ctx bounds the MCP
+// connections made at start-up.
+func New(ctx context.Context, o Options) (*App, error) {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	reg := o.Registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	}
+	m := metrics.New(reg)
+	pc, err := config.Load(o.Getenv, nil)
+	if err != nil {
+		return nil, err
+	}
+	providers, cat, err := buildProviders(pc)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	svc, err := sampler.New(sampler.Options{
+		Providers:        providers,
+		Catalog:          cat,
+		Metrics:          m,
+		DefaultMaxTokens: o.DefaultMaxTokens,
+		CallTimeout:      time.Duration(pc.CallTimeout),
+	})
+	if err != nil {
+		return nil, err
+	}
+	toolReg, err := tools.Start(ctx, tools.Options{Servers: pc.MCPServers, Metrics: m, Logger: o.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("tools: %w", err)
+	}
+	a := &App{Catalog: cat, tools: toolReg, store: runs.NewMemory(runs.MemoryOptions{})}
+	a.engine = loop.New(loop.Options{Sampler: svc, Tools: toolReg, Store: a.store, Metrics: m, Logger: o.Logger,
+		DefaultMaxTokens: o.DefaultMaxTokens})
+	a.Handler = handlers.New(handlers.Config{
+		Sampler:      svc,
+		Metrics:      m,
+		Gatherer:     reg,
+		Logger:       o.Logger,
+		MaxBodyBytes: o.MaxBodyBytes,
+		Loops:        a.engine,
+		Runs:         a.store,
+		Tools:        toolReg,
+		Ready:        func(context.Context) error { return toolReg.Ready() },
+	})
+	return a, nil
+}
+
+// Drain cancels running loops, which publish their terminal events, and
+// ends every event stream, so that an HTTP shutdown is not held up by them.
+func (a *App) Drain() {
+	a.engine.Close()
+	a.store.Close()
+}
+
+// Close drains and disconnects from the MCP servers.
+func (a *App) Close() error {
+	a.Drain()
+	return a.tools.Close()
+}
