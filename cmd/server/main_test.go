@@ -53,6 +53,7 @@ func start(t *testing.T, env map[string]string) (string, context.CancelFunc, cha
 		}
 		return env[k]
 	}
+	t.Cleanup(http.DefaultTransport.(*http.Transport).CloseIdleConnections)
 	errc := make(chan error, 1)
 	go func() { errc <- run(ctx, []string{"sampled"}, getenv, out, io.Discard) }()
 	select {
@@ -208,4 +209,37 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// TestClientGoneCancelsUpstream: when the HTTP client of sampled goes away,
+// the request sampled made to the provider is cancelled too.
+func TestClientGoneCancelsUpstream(t *testing.T) {
+	arrived, cancelled := make(chan struct{}), make(chan struct{})
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		close(arrived)
+		<-r.Context().Done()
+		close(cancelled)
+	}))
+	defer up.Close()
+	env := map[string]string{"SAMPLING_PROVIDER": "openai", "SAMPLING_ENDPOINT": up.URL + "/v1", "SAMPLING_MODEL": "m"}
+	addr, stop, errc := start(t, env)
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+addr+"/v1/sample", strings.NewReader(`{"prompt":"hi"}`))
+	req.Header.Set("Content-Type", "application/json")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	<-arrived
+	cancel()
+	<-cancelled // the fake upstream saw its request cancelled
+	<-done
+	stop()
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"strings"
 	"testing"
 
@@ -160,4 +161,22 @@ func TestBadConfigNamesTheField(t *testing.T) {
 			t.Errorf("err = %v", err)
 		}
 	})
+}
+
+// TestExampleFile keeps deploy/sampled.example.yaml loadable.
+func TestExampleFile(t *testing.T) {
+	e := map[string]string{"SAMPLED_CONFIG": "../../deploy/sampled.example.yaml", "OPENAI_API_KEY": "k"}
+	read := func(p string) ([]byte, error) {
+		if p == "/run/secrets/anthropic_api_key" {
+			return []byte("k2"), nil
+		}
+		return os.ReadFile(p)
+	}
+	c, err := Load(env(e), read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Default != "fast" || len(c.Providers) != 5 || len(c.MCPServers) != 3 {
+		t.Errorf("default %q, %d providers, %d MCP servers", c.Default, len(c.Providers), len(c.MCPServers))
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/sampled/sampled/internal/config"
 	"github.com/sampled/sampled/internal/loop"
 	"github.com/sampled/sampled/internal/metrics"
+	"github.com/sampled/sampled/internal/retry"
 	"github.com/sampled/sampled/internal/runs"
 	"github.com/sampled/sampled/internal/sampler"
 	"github.com/sampled/sampled/internal/sampler/offline"
@@ -37,6 +38,7 @@ type stackOptions struct {
 	heartbeat time.Duration
 	loop      loop.Options
 	runs      runs.MemoryOptions
+	upstream  retry.Upstream
 	cfg       func(*Config)
 }
 
@@ -63,7 +65,7 @@ func startStackWith(t testing.TB, o stackOptions) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := sampler.New(sampler.Options{Providers: providers, Catalog: cat, Metrics: s.metrics})
+	svc, err := sampler.New(sampler.Options{Providers: providers, Catalog: cat, Metrics: s.metrics, Upstream: o.upstream})
 	if err != nil {
 		t.Fatal(err)
 	}
