@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -97,6 +98,7 @@ func (s *server) handleStartLoop(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	addLog(r.Context(), slog.String("loopId", id))
 	if stream {
 		s.streamEvents(w, r, id, 0)
 		return

@@ -48,6 +48,7 @@ func (s *server) handleMessages(w http.ResponseWriter, r *http.Request) {
 		Endpoint:         "messages",
 	}
 	res, err := s.sampler.Sample(r.Context(), p)
+	logSample(r.Context(), p, res, err)
 	if err != nil {
 		s.writeMessagesError(w, r, err)
 		return

@@ -3,7 +3,9 @@ package handlers
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 
 	"github.com/sampled/sampled/internal/sampler"
@@ -103,6 +105,7 @@ func (s *server) serveSample(w http.ResponseWriter, r *http.Request, endpoint st
 		return
 	}
 	res, err := run(r.Context(), p)
+	logSample(r.Context(), p, res, err)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
@@ -120,4 +123,24 @@ func (s *server) handleSampleSchema(w http.ResponseWriter, r *http.Request) {
 
 func (s *server) handleSampleTools(w http.ResponseWriter, r *http.Request) {
 	s.serveSample(w, r, "sample_tools", s.sampler.SampleTools)
+}
+
+// logSample adds the sampling outcome (never the prompt) to the request's
+// log line.
+func logSample(ctx context.Context, p *sampler.Params, res *sampler.Result, err error) {
+	attrs := []slog.Attr{slog.String("endpoint", p.Endpoint), slog.String("mode", p.Mode())}
+	var ex *sampler.ExhaustedError
+	switch {
+	case err == nil:
+		attrs = append(attrs, slog.String("provider", res.Provider), slog.String("model", res.Model),
+			slog.Int("attempts", res.Attempts), slog.String("outcome", "ok"))
+	case errors.As(err, &ex):
+		if ex.LastResult != nil {
+			attrs = append(attrs, slog.String("provider", ex.LastResult.Provider), slog.String("model", ex.LastResult.Model))
+		}
+		attrs = append(attrs, slog.Int("attempts", ex.Attempts), slog.String("outcome", "exhausted"))
+	default:
+		attrs = append(attrs, slog.String("outcome", "error"), slog.String("error", err.Error()))
+	}
+	addLog(ctx, attrs...)
 }

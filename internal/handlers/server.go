@@ -89,11 +89,24 @@ func New(c Config) http.Handler {
 
 type ctxKey int
 
-const requestIDKey ctxKey = iota
+const (
+	requestIDKey ctxKey = iota
+	logAttrsKey
+)
 
 func requestID(ctx context.Context) string {
 	id, _ := ctx.Value(requestIDKey).(string)
 	return id
+}
+
+// logAttrs collects what a handler wants in the request's log line.
+type logAttrs struct{ attrs []slog.Attr }
+
+// addLog adds attributes to the request's log line.
+func addLog(ctx context.Context, attrs ...slog.Attr) {
+	if la, ok := ctx.Value(logAttrsKey).(*logAttrs); ok {
+		la.attrs = append(la.attrs, attrs...)
+	}
 }
 
 // requestID takes a well-formed X-Request-ID from the client or makes one,
@@ -152,6 +165,8 @@ func (s *server) instrument(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
 		sw := &statusWriter{ResponseWriter: w}
+		la := &logAttrs{}
+		r = r.WithContext(context.WithValue(r.Context(), logAttrsKey, la))
 		next.ServeHTTP(sw, r)
 		route := chi.RouteContext(r.Context()).RoutePattern()
 		if route == "" {
@@ -165,9 +180,10 @@ func (s *server) instrument(next http.Handler) http.Handler {
 		if !strings.HasPrefix(sw.Header().Get("Content-Type"), "text/event-stream") {
 			s.metrics.HTTPDuration.WithLabelValues(route, r.Method).Observe(d.Seconds())
 		}
-		s.log.LogAttrs(r.Context(), slog.LevelInfo, "request",
-			slog.String("requestId", requestID(r.Context())), slog.String("method", r.Method),
-			slog.String("route", route), slog.Int("status", sw.status), slog.Duration("duration", d))
+		attrs := append([]slog.Attr{slog.String("requestId", requestID(r.Context())), slog.String("method", r.Method),
+			slog.String("route", route), slog.Int("status", sw.status), slog.Float64("durationMs", float64(d.Microseconds())/1000)},
+			la.attrs...)
+		s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
 	})
 }
 

@@ -17,7 +17,9 @@ type failing struct{ err error }
 
 func (f *failing) Name() string { return "failing" }
 
-func (f *failing) Sample(context.Context, *sampler.Request) (*sampler.Response, error) { return nil, f.err }
+func (f *failing) Sample(context.Context, *sampler.Request) (*sampler.Response, error) {
+	return nil, f.err
+}
 
 func TestUpstreamFailures(t *testing.T) {
 	tests := []struct {
