@@ -173,7 +173,7 @@ func TestRunWithOpenAICompatibleUpstream(t *testing.T) {
 	errc := make(chan error, 1)
 	go func() { errc <- run(ctx, []string{"sampled"}, func(k string) string { return env[k] }, out, &logs) }()
 	addr := strings.TrimPrefix(<-out.lines, "listening on ")
-	resp, err := http.Post("http://"+addr+"/v1/sample", "application/json", strings.NewReader(`{"prompt":"hi"}`))
+	resp, err := http.Post("http://"+addr+"/v1/sample", "application/json", strings.NewReader(`{"prompt":"zebra-sentinel-prompt"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,6 +191,14 @@ func TestRunWithOpenAICompatibleUpstream(t *testing.T) {
 	}
 	if strings.Contains(logs.String(), key) || strings.Contains(string(body), key) {
 		t.Error("the API key leaked into logs or the response")
+	}
+	if strings.Contains(logs.String(), "zebra-sentinel-prompt") {
+		t.Error("the prompt is in the info log")
+	}
+	for _, want := range []string{`"msg":"request"`, `"requestId":"`, `"route":"/v1/sample"`, `"provider":"openai"`, `"model":"qwen2.5"`, `"attempts":1`, `"outcome":"ok"`, `"durationMs":`} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("log lacks %s:\n%s", want, logs.String())
+		}
 	}
 }
 
