@@ -87,20 +87,19 @@ func (s *server) handleStartLoop(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, sampler.Invalid("/timeoutMs", "timeoutMs must be between 1 and 3600000"))
 		return
 	}
-	stream := acceptsEventStream(r)
-	ctx := context.WithoutCancel(r.Context())
-	if stream {
-		// A streaming client that goes away cancels the loop it started.
-		ctx = r.Context()
-	}
-	id, err := s.loops.Start(ctx, spec)
+	// Not r.Context(): it also ends when this handler returns, which a
+	// stream does when its client fell too far behind and must resume by id.
+	id, err := s.loops.Start(context.WithoutCancel(r.Context()), spec)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
 	addLog(r.Context(), slog.String("loopId", id))
-	if stream {
-		s.streamEvents(w, r, id, 0)
+	if acceptsEventStream(r) {
+		// A streaming client that goes away cancels the loop it started.
+		if s.streamEvents(w, r, id, 0) {
+			s.loops.Cancel(id)
+		}
 		return
 	}
 	w.Header().Set("Location", "/v1/loops/"+id)
@@ -129,11 +128,18 @@ func (s *server) handleGetLoop(w http.ResponseWriter, r *http.Request) {
 
 func (s *server) handleCancelLoop(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
-	if _, err := s.runs.Snapshot(r.Context(), id); err != nil {
+	snap, err := s.runs.Snapshot(r.Context(), id)
+	if err != nil {
 		s.writeError(w, r, loopError(id, err))
 		return
 	}
-	if !s.loops.Cancel(id) {
+	// The engine forgets a run a moment after its terminal event; the
+	// snapshot, saved before that event, tells at once that it ended.
+	var st struct {
+		Status string `json:"status"`
+	}
+	finished := json.Unmarshal(snap, &st) == nil && st.Status != "" && st.Status != loop.StatusRunning
+	if finished || !s.loops.Cancel(id) {
 		s.writeProblem(w, r, Problem{Type: problemBase + "loop-finished", Title: "Loop already finished", Status: http.StatusConflict,
 			Detail: "loop " + id + " is no longer running"})
 		return

@@ -10,18 +10,19 @@ import (
 
 // streamEvents writes a run's events with id > after as SSE, follows live
 // events and returns after the terminal event, when the client goes away,
-// or when the client fell too far behind (it can resume by id).
-func (s *server) streamEvents(w http.ResponseWriter, r *http.Request, id string, after int64) {
+// or when the client fell too far behind (it can resume by id). It reports
+// whether it ended because the client went away.
+func (s *server) streamEvents(w http.ResponseWriter, r *http.Request, id string, after int64) (clientGone bool) {
 	sub, err := s.runs.Subscribe(r.Context(), id, after)
 	if err != nil {
 		s.writeError(w, r, loopError(id, err))
-		return
+		return r.Context().Err() != nil
 	}
 	defer sub.Close()
 	sess, err := sse.Upgrade(w, r)
 	if err != nil {
 		s.writeError(w, r, err)
-		return
+		return false
 	}
 	// Streams last as long as the loop: no write deadline.
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
@@ -30,7 +31,7 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("X-Accel-Buffering", "no")
 	if err := sess.Flush(); err != nil {
-		return
+		return true
 	}
 	heartbeat := time.NewTicker(s.heartbeat)
 	defer heartbeat.Stop()
@@ -38,21 +39,23 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 		select {
 		case ev, ok := <-sub.Events():
 			if !ok {
-				return
+				// Terminal event delivered, dropped as too slow, store
+				// closed, or the client went away.
+				return r.Context().Err() != nil
 			}
 			msg := &sse.Message{ID: sse.ID(strconv.FormatInt(ev.ID, 10)), Type: sse.Type(ev.Name)}
 			msg.AppendData(string(ev.Data))
 			if sess.Send(msg) != nil || sess.Flush() != nil {
-				return
+				return true
 			}
 		case <-heartbeat.C:
 			hb := &sse.Message{}
 			hb.AppendComment("heartbeat")
 			if sess.Send(hb) != nil || sess.Flush() != nil {
-				return
+				return true
 			}
 		case <-r.Context().Done():
-			return
+			return true
 		}
 	}
 }

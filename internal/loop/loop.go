@@ -159,7 +159,7 @@ func (e *Engine) Start(ctx context.Context, spec Spec) (string, error) {
 	}
 	id := newID("loop_")
 	trace := newID("")
-	snap := &Snapshot{ID: id, TraceID: trace, Status: StatusRunning, MaxIterations: spec.MaxIterations,
+	snap := &Snapshot{ID: id, TraceID: trace, Status: StatusRunning, Tools: []string{}, MaxIterations: spec.MaxIterations,
 		TimeoutMs: spec.Timeout.Milliseconds(), Messages: spec.Messages, CreatedAt: time.Now().UTC()}
 	b, _ := json.Marshal(snap)
 	if err := e.o.Store.Create(ctx, id, b); err != nil {

@@ -115,6 +115,7 @@ func (r *run) run(parent context.Context) {
 	if r.snap.Tools == nil {
 		r.snap.Tools = []string{}
 	}
+	r.save()
 	r.emit(EventLoopStarted, startedEvent{ID: r.id, TraceID: r.snap.TraceID, Model: r.spec.ModelSpec, Tools: r.snap.Tools,
 		MaxIterations: r.spec.MaxIterations, TimeoutMs: r.spec.Timeout.Milliseconds()}, false)
 

@@ -15,7 +15,7 @@ import (
 const (
 	defaultMaxEvents = 10000
 	defaultTTL       = time.Hour
-	defaultBuffer    = 1024
+	defaultBuffer    = 256
 )
 
 // MemoryOptions configure a Memory. The zero value means the defaults.
@@ -27,7 +27,7 @@ type MemoryOptions struct {
 	// means 1h.
 	TTL time.Duration
 	// Buffer is the number of live events a subscriber may fall behind
-	// before it is dropped with ErrSlow; 0 means 1024.
+	// before it is dropped with ErrSlow; 0 means 256.
 	Buffer int
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
