@@ -38,15 +38,28 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 	for {
 		select {
 		case ev, ok := <-sub.Events():
+			// Write every event already queued, then flush once: a
+			// subscriber that fell behind catches up with one write.
+			for ok {
+				msg := &sse.Message{ID: sse.ID(strconv.FormatInt(ev.ID, 10)), Type: sse.Type(ev.Name)}
+				msg.AppendData(string(ev.Data))
+				if sess.Send(msg) != nil {
+					return true
+				}
+				select {
+				case ev, ok = <-sub.Events():
+					continue
+				default:
+				}
+				break
+			}
+			if sess.Flush() != nil {
+				return true
+			}
 			if !ok {
 				// Terminal event delivered, dropped as too slow, store
 				// closed, or the client went away.
 				return r.Context().Err() != nil
-			}
-			msg := &sse.Message{ID: sse.ID(strconv.FormatInt(ev.ID, 10)), Type: sse.Type(ev.Name)}
-			msg.AppendData(string(ev.Data))
-			if sess.Send(msg) != nil || sess.Flush() != nil {
-				return true
 			}
 		case <-heartbeat.C:
 			hb := &sse.Message{}
