@@ -383,15 +383,9 @@ func (s *server) handleOpenAPI(w http.ResponseWriter, r *http.Request) {
 
 // modelInfo is one entry of GET /v1/models.
 type modelInfo struct {
-	ID           string   `json:"id"`
-	Provider     string   `json:"provider"`
-	Name         string   `json:"name"`
-	Aliases      []string `json:"aliases,omitempty"`
-	Cost         float64  `json:"cost"`
-	Speed        float64  `json:"speed"`
-	Intelligence float64  `json:"intelligence"`
-	Fallbacks    []string `json:"fallbacks,omitempty"`
-	Default      bool     `json:"default"`
+	ID string `json:"id"`
+	sampler.Model
+	Default bool `json:"default"`
 }
 
 func (s *server) handleModels(w http.ResponseWriter, r *http.Request) {
@@ -399,8 +393,7 @@ func (s *server) handleModels(w http.ResponseWriter, r *http.Request) {
 	def := cat.Default().ID()
 	var out []modelInfo
 	for _, m := range cat.Models() {
-		out = append(out, modelInfo{ID: m.ID(), Provider: m.Provider, Name: m.Name, Aliases: m.Aliases, Cost: m.Cost,
-			Speed: m.Speed, Intelligence: m.Intelligence, Fallbacks: m.Fallbacks, Default: m.ID() == def})
+		out = append(out, modelInfo{ID: m.ID(), Model: m, Default: m.ID() == def})
 	}
 	s.writeJSON(w, http.StatusOK, map[string]any{"models": out, "default": def})
 }
