@@ -7,14 +7,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -22,8 +25,11 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/go-chi/chi/v5"
 	"github.com/google/go-cmp/cmp"
+	sse "github.com/tmaxmax/go-sse"
 
 	"github.com/sampled/sampled/api"
+	"github.com/sampled/sampled/internal/runs"
+	"github.com/sampled/sampled/internal/sampler"
 )
 
 // newTestServer starts the whole service on the offline provider (see
@@ -67,6 +73,9 @@ var specOnce = sync.OnceValues(func() (*contract, error) {
 	// Match routes by path only: test servers listen on random ports, not
 	// on the document's servers.
 	doc.Servers = nil
+	// Event streams are documented as strings (type: string): read them as
+	// text. Each event is checked against LoopEvent by checkEventStream.
+	openapi3filter.RegisterBodyDecoder("text/event-stream", openapi3filter.PlainBodyDecoder)
 	router, err := gorillamux.NewRouter(doc)
 	if err != nil {
 		return nil, fmt.Errorf("route api/openapi.yaml: %w", err)
@@ -238,27 +247,151 @@ type contractCase struct {
 	name        string
 	small       bool // send to the server with MaxBodyBytes 1024
 	notReady    bool // send to the server whose readiness check fails
+	shortLog    bool // send to the server whose run store keeps 3 events per run
 	method      string
-	path        string
-	contentType string // default application/json when there is a body
+	path        string            // "{name}" stands for the id of the loop saved as name
+	header      map[string]string // extra request headers
+	contentType string            // default application/json when there is a body
 	body        string
 	wantStatus  int
+	// saveLoop names the loop this case starts (it must answer 201):
+	// "{saveLoop}" in the path of later cases stands for its id.
+	saveLoop string
+	// waitLoop names a loop to wait for until it has finished before
+	// sending the request.
+	waitLoop string
 	// specRejects says the document itself rejects the request, not only
 	// the service: the rule is part of the contract.
 	specRejects bool
 	// check, if set, looks further at the decoded JSON answer.
 	check func(t *testing.T, out map[string]any)
+	// events, if set, looks further at the events of a text/event-stream
+	// answer, each already checked against LoopEvent.
+	events func(t *testing.T, evs []contractEvent)
+}
+
+// contractEvent is one message of a loop's event stream, read as the
+// document's LoopEvent describes it.
+type contractEvent struct {
+	ID    int64
+	Event string
+	Data  map[string]any
+}
+
+// contractCalcEvents are the events of a loop on "Please calculate 2 * (3 +
+// 4)": the offline model calls std__calculate once, then answers in text.
+var contractCalcEvents = []string{"loop.started", "model.completed", "tool.started", "tool.completed",
+	"iteration.completed", "model.completed", "iteration.completed", "loop.completed"}
+
+// contractHang is a provider (model "hang/m") whose model calls last until
+// they are cancelled: a loop on it runs until DELETE /v1/loops/{id}.
+type contractHang struct{}
+
+func (contractHang) Name() string { return "hang" }
+
+func (contractHang) Sample(ctx context.Context, _ *sampler.Request) (*sampler.Response, error) {
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+
+// checkEventStream reads a whole text/event-stream body and checks each
+// event against the document's LoopEvent schema, and the stream against
+// the catalogue's rules: consecutive ids, and an end after loop.completed.
+func checkEventStream(t *testing.T, body []byte) []contractEvent {
+	t.Helper()
+	c, err := specOnce()
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := c.doc.Components.Schemas["LoopEvent"]
+	if schema == nil {
+		t.Fatal("api/openapi.yaml has no LoopEvent schema")
+	}
+	var evs []contractEvent
+	for ev, err := range sse.Read(bytes.NewReader(body), &sse.ReadConfig{MaxEventSize: 1 << 20}) {
+		if err != nil {
+			t.Fatalf("reading the event stream after %d events: %v\n%s", len(evs), err, clipBody(body))
+		}
+		id, err := strconv.ParseInt(ev.LastEventID, 10, 64)
+		if err != nil {
+			t.Errorf("event %d (%s): id %q is not an integer", len(evs)+1, ev.Type, ev.LastEventID)
+		}
+		var data any
+		if err := json.Unmarshal([]byte(ev.Data), &data); err != nil {
+			t.Errorf("event %s (%s): data is not JSON: %v: %s", ev.LastEventID, ev.Type, err, ev.Data)
+		}
+		msg := map[string]any{"id": float64(id), "event": ev.Type, "data": data}
+		if err := schema.Value.VisitJSON(msg, openapi3.EnableJSONSchema2020(), openapi3.MultiErrors()); err != nil {
+			t.Errorf("event %s (%s) does not match LoopEvent: %v\ndata: %s", ev.LastEventID, ev.Type, err, ev.Data)
+		}
+		obj, _ := data.(map[string]any)
+		evs = append(evs, contractEvent{ID: id, Event: ev.Type, Data: obj})
+	}
+	if len(evs) == 0 {
+		t.Fatalf("the stream holds no event:\n%s", clipBody(body))
+	}
+	for i, ev := range evs {
+		if want := evs[0].ID + int64(i); ev.ID != want {
+			t.Errorf("event %d (%s) has id %d, want %d: ids increase by 1", i, ev.Event, ev.ID, want)
+		}
+		if ev.Event == "loop.completed" && i != len(evs)-1 {
+			t.Errorf("event %d: loop.completed is not the last event", ev.ID)
+		}
+	}
+	if last := evs[len(evs)-1]; last.Event != "loop.completed" {
+		t.Errorf("the stream ends after %s (id %d), want loop.completed", last.Event, last.ID)
+	}
+	return evs
+}
+
+// waitLoopFinished polls GET /v1/loops/{id} until the loop is no longer
+// running.
+func waitLoopFinished(t *testing.T, s *httptest.Server, id string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	tick := time.NewTicker(5 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.URL+"/v1/loops/"+id, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := s.Client().Do(req)
+		if err != nil {
+			t.Fatalf("loop %s: still running after 30s? %v", id, err)
+		}
+		var run struct {
+			Status string `json:"status"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&run)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || err != nil {
+			t.Fatalf("GET /v1/loops/%s: status %d, %v", id, resp.StatusCode, err)
+		}
+		if run.Status != "running" {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("loop %s: still running after 30s", id)
+		case <-tick.C:
+		}
+	}
 }
 
 // TestResponsesMatchSpec drives every route and the main statuses through
 // the real service on the offline provider and checks each exchange
 // against api/openapi.yaml.
 func TestResponsesMatchSpec(t *testing.T) {
-	srv := newTestServer(t, nil)
+	srv := startStackWith(t, stackOptions{extra: []sampler.Provider{contractHang{}}}).srv
 	small := newTestServer(t, func(c *Config) { c.MaxBodyBytes = 1024 })
 	notReady := newTestServer(t, func(c *Config) {
 		c.Ready = func(ctx context.Context) error { return errors.New("provider offline: unreachable") }
 	})
+	shortLog := startStackWith(t, stackOptions{runs: runs.MemoryOptions{MaxEvents: 3}}).srv
+	// loops holds the ids of the loops cases started, by saveLoop name.
+	loops := map[string]string{}
 
 	const examples = "../../reference/mcp/examples/CreateMessageRequestParams"
 	var followUp struct {
@@ -300,6 +433,114 @@ func TestResponsesMatchSpec(t *testing.T) {
 			}
 		}
 	}
+	wantProblem := func(slug string) func(*testing.T, map[string]any) {
+		return func(t *testing.T, out map[string]any) {
+			t.Helper()
+			if want := "https://sampled.dev/problems/" + slug; out["type"] != want {
+				t.Errorf("problem type %v, want %s", out["type"], want)
+			}
+		}
+	}
+	wantStdTools := func(t *testing.T, out map[string]any) {
+		t.Helper()
+		tools, _ := out["tools"].([]any)
+		var calc map[string]any
+		for _, tool := range tools {
+			if m := tool.(map[string]any); m["name"] == "std__calculate" {
+				calc = m
+			}
+		}
+		if calc == nil || calc["server"] != "std" || calc["original"] != "calculate" {
+			t.Errorf("tools %v, want std__calculate of server std", tools)
+		}
+		servers, _ := out["servers"].([]any)
+		if len(servers) != 1 {
+			t.Fatalf("servers %v, want std alone", servers)
+		}
+		if std := servers[0].(map[string]any); std["name"] != "std" || std["transport"] != "builtin" || std["connected"] != true {
+			t.Errorf("server %v, want std, builtin, connected", std)
+		}
+	}
+	wantLoopStatus := func(status string) func(*testing.T, map[string]any) {
+		return func(t *testing.T, out map[string]any) {
+			t.Helper()
+			if out["status"] != status {
+				t.Errorf("status %v, want %s", out["status"], status)
+			}
+			id, _ := out["id"].(string)
+			links, _ := out["links"].(map[string]any)
+			if id == "" || links["self"] != "/v1/loops/"+id || links["events"] != "/v1/loops/"+id+"/events" {
+				t.Errorf("id %q, links %v; want links to /v1/loops/{id}", id, links)
+			}
+		}
+	}
+	wantCalcRun := func(t *testing.T, out map[string]any) {
+		t.Helper()
+		wantLoopStatus("completed")(t, out)
+		if out["iterations"] != 2.0 || !strings.Contains(fmt.Sprint(out["result"]), "14") || out["finishedAt"] == nil {
+			t.Errorf("iterations %v, result %v, finishedAt %v; want 2, the value 14, a time", out["iterations"], out["result"], out["finishedAt"])
+		}
+		msgs, _ := out["messages"].([]any)
+		var roles, blocks []string
+		for _, m := range msgs {
+			m := m.(map[string]any)
+			roles = append(roles, fmt.Sprint(m["role"]))
+			for _, b := range m["content"].([]any) {
+				b := b.(map[string]any)
+				blocks = append(blocks, fmt.Sprint(b["type"], " ", b["name"]))
+			}
+		}
+		if diff := cmp.Diff([]string{"user", "assistant", "user", "assistant"}, roles); diff != "" {
+			t.Errorf("message roles (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff([]string{"text <nil>", "tool_use std__calculate", "tool_result <nil>", "text <nil>"}, blocks); diff != "" {
+			t.Errorf("message blocks (-want +got):\n%s", diff)
+		}
+	}
+	wantCancelled := func(t *testing.T, out map[string]any) {
+		t.Helper()
+		wantLoopStatus("cancelled")(t, out)
+		if out["error"] == nil || out["finishedAt"] == nil {
+			t.Errorf("error %v, finishedAt %v; want both", out["error"], out["finishedAt"])
+		}
+	}
+	// wantEvents checks the names of a stream's events, from id first on.
+	wantEvents := func(first int64, names []string, status string) func(*testing.T, []contractEvent) {
+		return func(t *testing.T, evs []contractEvent) {
+			t.Helper()
+			var got []string
+			for _, ev := range evs {
+				got = append(got, ev.Event)
+			}
+			if diff := cmp.Diff(names, got); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+			if len(evs) == 0 {
+				return
+			}
+			if evs[0].ID != first {
+				t.Errorf("first event id %d, want %d", evs[0].ID, first)
+			}
+			if last := evs[len(evs)-1].Data; last["status"] != status || last["success"] != (status == "completed") {
+				t.Errorf("loop.completed %v, want status %s", last, status)
+			}
+		}
+	}
+	wantCalcEvents := func(first int64) func(*testing.T, []contractEvent) {
+		check := wantEvents(first, contractCalcEvents[first-1:], "completed")
+		return func(t *testing.T, evs []contractEvent) {
+			t.Helper()
+			check(t, evs)
+			for _, ev := range evs {
+				if (ev.Event == "tool.started" || ev.Event == "tool.completed") && ev.Data["name"] != "std__calculate" {
+					t.Errorf("%s calls %v, want std__calculate", ev.Event, ev.Data["name"])
+				}
+				if ev.Event == "loop.completed" && !strings.Contains(fmt.Sprint(ev.Data["result"]), "14") {
+					t.Errorf("loop.completed result %v, want the value 14", ev.Data["result"])
+				}
+			}
+		}
+	}
 	wantErrorAt := func(path string) func(*testing.T, map[string]any) {
 		return func(t *testing.T, out map[string]any) {
 			t.Helper()
@@ -312,6 +553,11 @@ func TestResponsesMatchSpec(t *testing.T) {
 			t.Errorf("errors %v do not name %s", out["errors"], path)
 		}
 	}
+
+	const (
+		calcLoop    = `{"prompt":"Please calculate 2 * (3 + 4)"}`
+		unknownLoop = "loop_0000000000000000"
+	)
 
 	tests := []contractCase{
 		{name: "healthz", method: "GET", path: "/healthz", wantStatus: 200},
@@ -367,6 +613,47 @@ func TestResponsesMatchSpec(t *testing.T) {
 		{name: "messages tool_result answering nothing", method: "POST", path: "/v1/messages", body: `{"maxTokens":10,"messages":[{"role":"user","content":{"type":"tool_result","toolUseId":"nope","content":[]}}]}`, wantStatus: 400,
 			check: wantErrorAt("/messages/0/content/0/toolUseId")},
 
+		{name: "tools", method: "GET", path: "/v1/tools", wantStatus: 200, check: wantStdTools},
+
+		{name: "loops start", method: "POST", path: "/v1/loops", body: calcLoop, wantStatus: 201, saveLoop: "calc", check: wantLoopStatus("running")},
+		{name: "loops start streaming", method: "POST", path: "/v1/loops", header: map[string]string{"Accept": "text/event-stream"},
+			body:       `{"prompt":"Please calculate 2 * (3 + 4)","systemPrompt":"Use the tools.","allowedTools":["std__*"],"toolChoice":{"mode":"auto"},"maxIterations":5,"timeoutMs":60000,"maxTokens":200,"temperature":0.5}`,
+			wantStatus: 200, events: wantCalcEvents(1)},
+		{name: "loops start maxIterations too large", method: "POST", path: "/v1/loops", body: `{"prompt":"a","maxIterations":1000}`, wantStatus: 400, specRejects: true, check: wantErrorAt("/maxIterations")},
+		{name: "loops start timeoutMs too large", method: "POST", path: "/v1/loops", body: `{"prompt":"a","timeoutMs":3600001}`, wantStatus: 400, specRejects: true, check: wantErrorAt("/timeoutMs")},
+		{name: "loops start unknown member", method: "POST", path: "/v1/loops", body: `{"prompt":"a","max_iterations":5}`, wantStatus: 400, specRejects: true, check: wantErrorAt("/max_iterations")},
+		{name: "loops start prompt and messages", method: "POST", path: "/v1/loops", body: `{"prompt":"a","messages":[{"role":"user","content":{"type":"text","text":"hi"}}]}`, wantStatus: 400, specRejects: true, check: wantErrorAt("/prompt")},
+		{name: "loops start without prompt", method: "POST", path: "/v1/loops", body: `{"maxIterations":2}`, wantStatus: 400, specRejects: true, check: wantErrorAt("/messages")},
+		{name: "loops start bad glob", method: "POST", path: "/v1/loops", body: `{"prompt":"a","allowedTools":["std__["]}`, wantStatus: 400, check: wantErrorAt("/allowedTools/0")},
+		{name: "loops start too large", small: true, method: "POST", path: "/v1/loops", body: `{"prompt":"` + strings.Repeat("x", 2000) + `"}`, wantStatus: 413},
+		{name: "loops start text/plain", method: "POST", path: "/v1/loops", contentType: "text/plain", body: calcLoop, wantStatus: 415, specRejects: true},
+
+		{name: "loop finished", method: "GET", path: "/v1/loops/{calc}", waitLoop: "calc", wantStatus: 200, check: wantCalcRun},
+		{name: "loop unknown", method: "GET", path: "/v1/loops/" + unknownLoop, wantStatus: 404, check: wantProblem("loop-not-found")},
+		{name: "loop cancel finished", method: "DELETE", path: "/v1/loops/{calc}", wantStatus: 409, check: wantProblem("loop-finished")},
+		{name: "loop cancel unknown", method: "DELETE", path: "/v1/loops/" + unknownLoop, wantStatus: 404, check: wantProblem("loop-not-found")},
+		{name: "loop events", method: "GET", path: "/v1/loops/{calc}/events", wantStatus: 200, events: wantCalcEvents(1)},
+		{name: "loop events after lastEventId", method: "GET", path: "/v1/loops/{calc}/events?lastEventId=5", wantStatus: 200, events: wantCalcEvents(6)},
+		{name: "loop events after Last-Event-ID", method: "GET", path: "/v1/loops/{calc}/events", header: map[string]string{"Last-Event-ID": "7"}, wantStatus: 200, events: wantCalcEvents(8)},
+		{name: "loop events bad Last-Event-ID", method: "GET", path: "/v1/loops/{calc}/events", header: map[string]string{"Last-Event-ID": "abc"}, wantStatus: 400, specRejects: true, check: wantErrorAt("/lastEventId")},
+		{name: "loop events negative lastEventId", method: "GET", path: "/v1/loops/{calc}/events?lastEventId=-1", wantStatus: 400, specRejects: true, check: wantErrorAt("/lastEventId")},
+		{name: "loop events unknown", method: "GET", path: "/v1/loops/" + unknownLoop + "/events", wantStatus: 404, check: wantProblem("loop-not-found")},
+
+		{name: "loops start hanging", method: "POST", path: "/v1/loops", body: `{"prompt":"a","model":"hang/m"}`, wantStatus: 201, saveLoop: "hang", check: wantLoopStatus("running")},
+		{name: "loop running", method: "GET", path: "/v1/loops/{hang}", wantStatus: 200, check: func(t *testing.T, out map[string]any) {
+			wantLoopStatus("running")(t, out)
+			if _, ok := out["finishedAt"]; ok {
+				t.Errorf("finishedAt %v, want none while running", out["finishedAt"])
+			}
+		}},
+		{name: "loop cancel running", method: "DELETE", path: "/v1/loops/{hang}", wantStatus: 202, check: wantLoopStatus("cancelling")},
+		{name: "loop cancelled", method: "GET", path: "/v1/loops/{hang}", waitLoop: "hang", wantStatus: 200, check: wantCancelled},
+		{name: "loop events cancelled", method: "GET", path: "/v1/loops/{hang}/events", wantStatus: 200, events: wantEvents(1, []string{"loop.started", "loop.completed"}, "cancelled")},
+
+		{name: "loops start short log", shortLog: true, method: "POST", path: "/v1/loops", body: calcLoop, wantStatus: 201, saveLoop: "short"},
+		{name: "loop events expired", shortLog: true, method: "GET", path: "/v1/loops/{short}/events", waitLoop: "short", wantStatus: 410, check: wantProblem("events-expired")},
+		{name: "loop events within the log", shortLog: true, method: "GET", path: "/v1/loops/{short}/events?lastEventId=5", wantStatus: 200, events: wantCalcEvents(6)},
+
 		{name: "unknown route", method: "GET", path: "/v2/nothing", wantStatus: 404},
 		{name: "wrong method", method: "GET", path: "/v1/sample", wantStatus: 405},
 	}
@@ -396,6 +683,22 @@ func TestResponsesMatchSpec(t *testing.T) {
 				s = small
 			case tt.notReady:
 				s = notReady
+			case tt.shortLog:
+				s = shortLog
+			}
+			path := tt.path
+			for name, id := range loops {
+				path = strings.ReplaceAll(path, "{"+name+"}", id)
+			}
+			if strings.Contains(path, "{") {
+				t.Fatalf("path %s names a loop no case started", path)
+			}
+			if tt.waitLoop != "" {
+				id, ok := loops[tt.waitLoop]
+				if !ok {
+					t.Fatalf("no case started loop %s", tt.waitLoop)
+				}
+				waitLoopFinished(t, s, id)
 			}
 			var reqBody []byte
 			var bodyReader io.Reader
@@ -403,7 +706,7 @@ func TestResponsesMatchSpec(t *testing.T) {
 				reqBody = []byte(tt.body)
 				bodyReader = bytes.NewReader(reqBody)
 			}
-			req, err := http.NewRequestWithContext(t.Context(), tt.method, s.URL+tt.path, bodyReader)
+			req, err := http.NewRequestWithContext(t.Context(), tt.method, s.URL+path, bodyReader)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -413,6 +716,9 @@ func TestResponsesMatchSpec(t *testing.T) {
 					ct = "application/json"
 				}
 				req.Header.Set("Content-Type", ct)
+			}
+			for k, v := range tt.header {
+				req.Header.Set(k, v)
 			}
 			req.Header.Set("X-Request-ID", "contract-"+strings.ReplaceAll(tt.name, " ", "-"))
 			resp, err := s.Client().Do(req)
@@ -440,12 +746,32 @@ func TestResponsesMatchSpec(t *testing.T) {
 					t.Errorf("api/openapi.yaml accepts the request; want it to state the rule the service enforces")
 				}
 			}
-			if tt.check != nil {
+			if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/event-stream" {
+				evs := checkEventStream(t, respBody)
+				if tt.events != nil {
+					tt.events(t, evs)
+				}
+			} else if tt.events != nil {
+				t.Errorf("content type %q, want text/event-stream", resp.Header.Get("Content-Type"))
+			}
+			if tt.check != nil || tt.saveLoop != "" {
 				var out map[string]any
 				if err := json.Unmarshal(respBody, &out); err != nil {
 					t.Fatalf("answer is not a JSON object: %v: %s", err, clipBody(respBody))
 				}
-				tt.check(t, out)
+				if tt.check != nil {
+					tt.check(t, out)
+				}
+				if tt.saveLoop != "" {
+					id, _ := out["id"].(string)
+					if resp.StatusCode != http.StatusCreated || id == "" {
+						t.Fatalf("no loop started: status %d, id %q", resp.StatusCode, id)
+					}
+					if loc := resp.Header.Get("Location"); loc != "/v1/loops/"+id {
+						t.Errorf("Location %q, want /v1/loops/%s", loc, id)
+					}
+					loops[tt.saveLoop] = id
+				}
 			}
 		})
 	}

@@ -45,9 +45,9 @@ type loopBody struct {
 	ModelPreferences *sampler.ModelPreferences `json:"modelPreferences"`
 	AllowedTools     []string                  `json:"allowedTools"`
 	ToolChoice       *sampler.ToolChoice       `json:"toolChoice"`
-	MaxIterations    int                       `json:"maxIterations"`
-	TimeoutMs        int64                     `json:"timeoutMs"`
-	MaxTokens        int                       `json:"maxTokens"`
+	MaxIterations    *int                      `json:"maxIterations"`
+	TimeoutMs        *int64                    `json:"timeoutMs"`
+	MaxTokens        *int                      `json:"maxTokens"`
 	Temperature      *float64                  `json:"temperature"`
 }
 
@@ -67,12 +67,35 @@ func (s *server) handleStartLoop(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	spec := loop.Spec{SystemPrompt: b.SystemPrompt, ModelSpec: b.Model, ModelPreferences: b.ModelPreferences,
-		AllowedTools: b.AllowedTools, ToolChoice: b.ToolChoice, MaxIterations: b.MaxIterations,
-		Timeout: time.Duration(b.TimeoutMs) * time.Millisecond, MaxTokens: b.MaxTokens, Temperature: b.Temperature}
+		AllowedTools: b.AllowedTools, ToolChoice: b.ToolChoice, Temperature: b.Temperature}
+	// Given limits must be in range; absent ones take the defaults.
+	var errs []sampler.FieldError
+	if b.MaxIterations != nil {
+		if spec.MaxIterations = *b.MaxIterations; spec.MaxIterations < 1 || spec.MaxIterations > 100 {
+			errs = append(errs, sampler.FieldError{Path: "/maxIterations", Message: "maxIterations must be between 1 and 100"})
+		}
+	}
+	if b.TimeoutMs != nil {
+		if spec.Timeout = time.Duration(*b.TimeoutMs) * time.Millisecond; *b.TimeoutMs < 1 || *b.TimeoutMs > 3_600_000 {
+			errs = append(errs, sampler.FieldError{Path: "/timeoutMs", Message: "timeoutMs must be between 1 and 3600000"})
+		}
+	}
+	if b.MaxTokens != nil {
+		if spec.MaxTokens = *b.MaxTokens; spec.MaxTokens < 1 {
+			errs = append(errs, sampler.FieldError{Path: "/maxTokens", Message: "maxTokens must be greater than 0"})
+		}
+	}
 	switch {
 	case b.Prompt != nil && b.Messages != nil:
-		s.writeError(w, r, sampler.Invalid("/prompt", "give either prompt or messages, not both"))
+		errs = append(errs, sampler.FieldError{Path: "/prompt", Message: "give either prompt or messages, not both"})
+	case b.Prompt != nil && *b.Prompt == "":
+		errs = append(errs, sampler.FieldError{Path: "/prompt", Message: "prompt must not be empty"})
+	}
+	if len(errs) > 0 {
+		s.writeError(w, r, &sampler.InvalidError{Detail: errs[0].Path + ": " + errs[0].Message, Errors: errs})
 		return
+	}
+	switch {
 	case b.Prompt != nil:
 		spec.Messages = []sampler.Message{{Role: sampler.RoleUser, Content: []sampler.Content{sampler.TextBlock(*b.Prompt)}}}
 	case b.Messages != nil:
@@ -82,10 +105,6 @@ func (s *server) handleStartLoop(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		spec.Messages = msgs
-	}
-	if b.TimeoutMs < 0 {
-		s.writeError(w, r, sampler.Invalid("/timeoutMs", "timeoutMs must be between 1 and 3600000"))
-		return
 	}
 	// Not r.Context(): it also ends when this handler returns, which a
 	// stream does when its client fell too far behind and must resume by id.

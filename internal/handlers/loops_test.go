@@ -794,3 +794,26 @@ func BenchmarkSSEFanout1000(b *testing.B) {
 	b.ReportMetric(pct(0.99), "p99-ms")
 	b.ReportMetric(float64(heap)/(1<<20), "heap-MiB")
 }
+
+// TestStartLoopBadRequests: a loop that cannot run is refused before it
+// starts, with the path of what is wrong.
+func TestStartLoopBadRequests(t *testing.T) {
+	s := startStack(t, 0)
+	tests := []struct{ name, body, path string }{
+		{"unknown model", `{"prompt":"hi","model":"nope/x"}`, "/model"},
+		{"empty prompt", `{"prompt":""}`, "/prompt"},
+		{"maxTokens zero", `{"prompt":"hi","maxTokens":0}`, "/maxTokens"},
+		{"temperature too high", `{"prompt":"hi","temperature":7}`, "/temperature"},
+		{"maxIterations zero", `{"prompt":"hi","maxIterations":0}`, "/maxIterations"},
+		{"timeoutMs zero", `{"prompt":"hi","timeoutMs":0}`, "/timeoutMs"},
+		{"bad message", `{"messages":[{"role":"user","content":[{"text":"x"}]}]}`, "/messages/0/content/0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status, _, out := s.post(t, "/v1/loops", tt.body)
+			if status != 400 || !contains(errorPaths(out), tt.path) {
+				t.Errorf("status %d, paths %v; want 400 naming %s", status, errorPaths(out), tt.path)
+			}
+		})
+	}
+}

@@ -42,9 +42,10 @@ const (
 	EventLoopCompleted      = "loop.completed"
 )
 
-// Sampler runs one model call.
+// Sampler runs one model call, and checks a request without running it.
 type Sampler interface {
 	Sample(ctx context.Context, p *sampler.Params) (*sampler.Result, error)
+	Check(p *sampler.Params) error
 }
 
 // ToolSource lists and calls the tools a loop may use.
@@ -234,6 +235,20 @@ func (e *Engine) check(s *Spec) error {
 	for i, p := range s.AllowedTools {
 		if _, err := path.Match(p, ""); err != nil {
 			errs = append(errs, sampler.FieldError{Path: fmt.Sprintf("/allowedTools/%d", i), Message: "not a valid glob pattern"})
+		}
+	}
+	if len(errs) == 0 && len(s.Messages) > 0 {
+		// The first model call must be acceptable: known model, valid
+		// messages, maxTokens and temperature.
+		err := e.o.Sampler.Check(&sampler.Params{
+			Request:   sampler.Request{Messages: s.Messages, SystemPrompt: s.SystemPrompt, MaxTokens: s.MaxTokens, Temperature: s.Temperature},
+			ModelSpec: s.ModelSpec, ModelPreferences: s.ModelPreferences,
+		})
+		var inv *sampler.InvalidError
+		if errors.As(err, &inv) {
+			errs = append(errs, inv.Errors...)
+		} else if err != nil {
+			return err
 		}
 	}
 	if len(errs) > 0 {

@@ -661,7 +661,6 @@ func TestModelFailure(t *testing.T) {
 		{name: "bad request after a tool call", replies: []reply{
 			{body: toolCallsReply(call{"call_1", "std__calculate", map[string]any{"expression": "1"}})}, badRequest,
 		}, wantIters: 1, wantError: "Invalid value for 'messages'.", wantCalls: 2},
-		{name: "unknown model", replies: []reply{{body: textReply("unreachable")}}, model: "nope/x", wantError: "invalid request", wantCalls: 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -779,6 +778,9 @@ func TestInvalidSpec(t *testing.T) {
 		{"timeout negative", loop.Spec{Messages: msgs, Timeout: -time.Millisecond}, []string{"/timeoutMs"}},
 		{"timeout over an hour", loop.Spec{Messages: msgs, Timeout: time.Hour + time.Millisecond}, []string{"/timeoutMs"}},
 		{"bad glob", loop.Spec{Messages: msgs, AllowedTools: []string{"std__*", "["}}, []string{"/allowedTools/1"}},
+		{"unknown model", loop.Spec{Messages: msgs, ModelSpec: "nope/x"}, []string{"/model"}},
+		{"maxTokens negative", loop.Spec{Messages: msgs, MaxTokens: -5}, []string{"/maxTokens"}},
+		{"temperature out of range", loop.Spec{Messages: msgs, Temperature: ptr(3.0)}, []string{"/temperature"}},
 		{"several", loop.Spec{MaxIterations: 101, Timeout: -1, AllowedTools: []string{"["}},
 			[]string{"/messages", "/maxIterations", "/timeoutMs", "/allowedTools/0"}},
 	}
@@ -1019,3 +1021,5 @@ func TestSnapshotWhileRunning(t *testing.T) {
 		t.Errorf("status %s, want cancelled", d.Status)
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -214,6 +214,13 @@ func (s *Service) guaranteed(ctx context.Context, p *Params, method string) (*Re
 	return nil, &ExhaustedError{Method: method, Attempts: attempts, LastResult: last, Errors: errs}
 }
 
+// Check applies the request checks of Sample without calling a provider:
+// the model must be known and the messages, schema and tools valid.
+func (s *Service) Check(p *Params) error {
+	_, err := s.prepare(p)
+	return err
+}
+
 // prepare checks the request and selects its model.
 func (s *Service) prepare(p *Params) (Model, error) {
 	model, err := s.catalog.Select(p.ModelSpec, p.ModelPreferences)

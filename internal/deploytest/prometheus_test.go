@@ -1,0 +1,406 @@
+package deploytest
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/sampled/sampled/internal/app"
+)
+
+// needProgram returns the path of an outside program, skipping the test
+// when it is missing on a developer's machine; in CI a missing program is a
+// failure.
+func needProgram(t *testing.T, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("%s is required in CI (apt-get install prometheus): %v", name, err)
+		}
+		t.Skipf("%s not found on PATH; install Debian's prometheus package to run this test", name)
+	}
+	return p
+}
+
+// flakyOpenAI is a fake OpenAI upstream whose every third call fails with a
+// 500, so that upstream retries and errors show in the metrics.
+func flakyOpenAI() *httptest.Server {
+	var n atomic.Int64
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		if n.Add(1)%3 == 1 {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusInternalServerError)
+			_, _ = io.WriteString(w, `{"error":{"message":"upstream hiccup","type":"server_error"}}`)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":1,"total_tokens":6}}`)
+	}))
+}
+
+// TestDashboardAndAlertsAgainstPrometheus starts sampled and a real
+// Prometheus scraping it every second, drives a mixed load, then evaluates
+// every dashboard panel and every alert expression through Prometheus' HTTP
+// API: each must return series.
+func TestDashboardAndAlertsAgainstPrometheus(t *testing.T) {
+	prom := needProgram(t, "prometheus")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+
+	up := flakyOpenAI()
+	defer up.Close()
+	dir := t.TempDir()
+	cfg := fmt.Sprintf("providers:\n  - name: openai\n    type: openai\n    endpoint: %s/v1\n    models:\n      - name: gpt-4o-mini\n", up.URL)
+	if err := os.WriteFile(filepath.Join(dir, "sampled.yaml"), []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"SAMPLED_CONFIG": filepath.Join(dir, "sampled.yaml")}
+	a, err := app.New(ctx, app.Options{Getenv: func(k string) string { return env[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	srv := httptest.NewServer(a.Handler)
+	defer srv.Close()
+	target := strings.TrimPrefix(srv.URL, "http://")
+
+	promAddr := freeAddr(t)
+	rules, err := os.ReadFile("../../deploy/prometheus/alerts.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "alerts.yml"), rules, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	promCfg := fmt.Sprintf("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files: [%q]\nscrape_configs:\n  - job_name: sampled\n    static_configs:\n      - targets: [%q]\n",
+		filepath.Join(dir, "alerts.yml"), target)
+	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(promCfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.CommandContext(ctx, prom, "--config.file="+filepath.Join(dir, "prometheus.yml"),
+		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+promAddr)
+	var promLog strings.Builder
+	cmd.Stdout, cmd.Stderr = &promLog, &promLog
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("prometheus log:\n%s", promLog.String())
+		}
+	}()
+	api := "http://" + promAddr
+
+	// Wait until Prometheus scrapes sampled.
+	waitFor(t, 60*time.Second, "prometheus scraping sampled", func() bool {
+		v, err := query(api, `up{job="sampled"}`)
+		return err == nil && len(v) == 1 && v[0].Value[1] == "1"
+	})
+
+	drive(t, srv.URL)
+	// Let several scrapes see the load, so rates over 1m have two points.
+	waitFor(t, 60*time.Second, "the load to be scraped", func() bool {
+		v, err := query(api, `count_over_time(sampled_loops_total{status="completed"}[1m])`)
+		return err == nil && len(v) > 0 && number(v[0]) >= 4
+	})
+	drive(t, srv.URL)
+	waitFor(t, 60*time.Second, "the second round to be scraped", func() bool {
+		v, err := query(api, `increase(sampled_samples_total[1m]) > 0`)
+		return err == nil && len(v) > 0
+	})
+
+	for _, e := range dashboardExprs(t) {
+		t.Run("panel/"+e.title, func(t *testing.T) {
+			checkSeries(t, api, e.expr)
+		})
+	}
+	for _, e := range alertExprs(t) {
+		t.Run("alert/"+e.title, func(t *testing.T) {
+			checkSeries(t, api, withoutComparison(e.expr))
+		})
+	}
+	// Prometheus loaded and evaluated every rule without errors.
+	waitFor(t, 30*time.Second, "rules evaluated", func() bool {
+		ok, _ := rulesHealthy(api)
+		return ok
+	})
+}
+
+// drive runs every sampling mode, the guaranteed helpers on the fault
+// models, upstream calls through the flaky fake and a tool loop followed
+// over SSE.
+func drive(t *testing.T, base string) {
+	t.Helper()
+	tool := `{"name":"get_weather","inputSchema":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}`
+	schema := `{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`
+	reqs := []struct{ path, body string }{
+		{"/v1/sample", `{"prompt":"hello","model":"offline/default"}`},
+		{"/v1/sample", `{"prompt":"a person","model":"offline/default","schema":` + schema + `}`},
+		{"/v1/sample", `{"prompt":"weather","model":"offline/default","tools":[` + tool + `]}`},
+		{"/v1/sample/schema", `{"prompt":"a person","model":"offline/flaky","schema":` + schema + `}`},
+		{"/v1/sample/schema", `{"prompt":"a person","model":"offline/broken","schema":` + schema + `}`},
+		{"/v1/sample/tools", `{"prompt":"weather","model":"offline/flaky","tools":[` + tool + `]}`},
+		{"/v1/sample/tools", `{"prompt":"weather","model":"offline/broken","tools":[` + tool + `]}`},
+		{"/v1/messages", `{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":10}`},
+		{"/v1/sample", `{"prompt":"hi","model":"openai/gpt-4o-mini"}`},
+		{"/v1/sample", `{"prompt":"hi","model":"openai/gpt-4o-mini"}`},
+		{"/v1/sample", `{"prompt":"hi","model":"openai/gpt-4o-mini"}`},
+		{"/v1/sample", `{"prompt":"hi","maxTokens":0}`},
+	}
+	for _, r := range reqs {
+		resp, err := http.Post(base+r.path, "application/json", strings.NewReader(r.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	// A tool loop with an SSE subscriber, read to its end.
+	req, _ := http.NewRequest(http.MethodPost, base+"/v1/loops", strings.NewReader(`{"prompt":"Please calculate 2 * (3 + 4)"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(resp.Body)
+	done := false
+	for sc.Scan() {
+		done = done || sc.Text() == "event: loop.completed"
+	}
+	resp.Body.Close()
+	if !done {
+		t.Fatal("the loop stream ended without loop.completed")
+	}
+}
+
+type namedExpr struct{ title, expr string }
+
+// dashboardExprs returns every panel target of the dashboard, with the
+// template variables replaced.
+func dashboardExprs(t *testing.T) []namedExpr {
+	t.Helper()
+	b, err := os.ReadFile("../../deploy/grafana/dashboards/sampled.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d struct {
+		Panels []panel `json:"panels"`
+	}
+	if err := json.Unmarshal(b, &d); err != nil {
+		t.Fatal(err)
+	}
+	r := strings.NewReplacer("$__rate_interval", "1m", "$__interval", "15s", "$__range", "5m",
+		"${provider}", ".*", "${model}", ".*", "$provider", ".*", "$model", ".*")
+	var out []namedExpr
+	var walk func([]panel)
+	walk = func(ps []panel) {
+		for _, p := range ps {
+			for i, tg := range p.Targets {
+				if tg.Expr != "" {
+					out = append(out, namedExpr{fmt.Sprintf("%s/%d", p.Title, i), r.Replace(tg.Expr)})
+				}
+			}
+			walk(p.Panels)
+		}
+	}
+	walk(d.Panels)
+	if len(out) == 0 {
+		t.Fatal("no panel expressions")
+	}
+	return out
+}
+
+type panel struct {
+	Title   string  `json:"title"`
+	Panels  []panel `json:"panels"`
+	Targets []struct {
+		Expr string `json:"expr"`
+	} `json:"targets"`
+}
+
+func alertExprs(t *testing.T) []namedExpr {
+	t.Helper()
+	b, err := os.ReadFile("../../deploy/prometheus/alerts.yml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Groups []struct {
+			Rules []struct {
+				Alert string `yaml:"alert"`
+				Expr  string `yaml:"expr"`
+			} `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	if err := yaml.Unmarshal(b, &f); err != nil {
+		t.Fatal(err)
+	}
+	var out []namedExpr
+	for _, g := range f.Groups {
+		for _, r := range g.Rules {
+			if r.Alert != "" {
+				out = append(out, namedExpr{r.Alert, r.Expr})
+			}
+		}
+	}
+	if len(out) == 0 {
+		t.Fatal("no alerts")
+	}
+	return out
+}
+
+// withoutComparison drops the last top-level comparison of an alert
+// expression ("ratio > 0.25" → "ratio"), so that the query returns the
+// series the alert watches whether or not it fires.
+func withoutComparison(expr string) string {
+	expr = strings.TrimSpace(expr)
+	depth, cut := 0, -1
+	for i := 0; i < len(expr); i++ {
+		switch c := expr[i]; c {
+		case '(', '{', '[':
+			depth++
+		case ')', '}', ']':
+			depth--
+		case '"':
+			for i++; i < len(expr) && expr[i] != '"'; i++ {
+			}
+		case '>', '<', '=', '!':
+			if depth == 0 && (c != '=' || i+1 < len(expr) && expr[i+1] == '=') && (c != '!' || i+1 < len(expr) && expr[i+1] == '=') {
+				cut = i
+				if i+1 < len(expr) && expr[i+1] == '=' {
+					i++
+				}
+			}
+		}
+	}
+	if cut < 0 {
+		return expr
+	}
+	return strings.TrimSpace(expr[:cut])
+}
+
+type sample struct {
+	Metric map[string]string `json:"metric"`
+	Value  [2]any            `json:"value"`
+}
+
+func query(api, q string) ([]sample, error) {
+	resp, err := http.Get(api + "/api/v1/query?query=" + url.QueryEscape(q))
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
+			ResultType string   `json:"resultType"`
+			Result     []sample `json:"result"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		return nil, err
+	}
+	if r.Status != "success" {
+		return nil, fmt.Errorf("query %q: %s", q, r.Error)
+	}
+	return r.Data.Result, nil
+}
+
+func number(s sample) float64 {
+	str, _ := s.Value[1].(string)
+	f, _ := strconv.ParseFloat(str, 64)
+	return f
+}
+
+// checkSeries requires q to return at least one series that is not NaN.
+func checkSeries(t *testing.T, api, q string) {
+	t.Helper()
+	v, err := query(api, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range v {
+		if s.Value[1] != "NaN" {
+			return
+		}
+	}
+	t.Errorf("%s returned no series (%d NaN) after the load", q, len(v))
+}
+
+func rulesHealthy(api string) (bool, error) {
+	resp, err := http.Get(api + "/api/v1/rules")
+	if err != nil {
+		return false, err
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Data struct {
+			Groups []struct {
+				Rules []struct {
+					Health    string `json:"health"`
+					LastError string `json:"lastError"`
+				} `json:"rules"`
+			} `json:"groups"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		return false, err
+	}
+	n := 0
+	for _, g := range r.Data.Groups {
+		for _, rule := range g.Rules {
+			if rule.Health != "ok" {
+				return false, fmt.Errorf("rule health %s: %s", rule.Health, rule.LastError)
+			}
+			n++
+		}
+	}
+	return n > 0, nil
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// waitFor polls cond until it holds or the deadline passes.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	tick := time.NewTicker(250 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(d)
+	for !cond() {
+		select {
+		case <-tick.C:
+		case <-deadline:
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
