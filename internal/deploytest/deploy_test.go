@@ -7,6 +7,7 @@ package deploytest
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -23,8 +24,8 @@ import (
 	"github.com/sampled/sampled/internal/metrics"
 )
 
-// deployRoot is the repository root, seen from this package's directory (where go
-// test runs the tests).
+// deployRoot is the repository root, seen from this package's directory
+// (where go test runs the tests).
 const deployRoot = "../.."
 
 var (
@@ -93,7 +94,7 @@ func deployCatalogue(t *testing.T) map[string]string {
 		}
 		kind, ok := deployKindOf[f.Type]
 		if !ok {
-			t.Fatalf("metrics.Metrics.%s has type %s, unknown to this test: add it to kindOf", f.Name, f.Type)
+			t.Fatalf("metrics.Metrics.%s has type %s, unknown to this test: add it to deployKindOf", f.Name, f.Type)
 		}
 		for _, name := range deployDescribe(t, c) {
 			kinds[name] = kind
@@ -101,11 +102,7 @@ func deployCatalogue(t *testing.T) map[string]string {
 	}
 
 	registered := deployDescribe(t, reg)
-	var names []string
-	for name := range kinds {
-		names = append(names, name)
-	}
-	sort.Strings(names)
+	names := slices.Sorted(maps.Keys(kinds))
 	if !slices.Equal(names, registered) {
 		t.Fatalf("metrics.Metrics fields define %v but metrics.New registers %v", names, registered)
 	}
@@ -128,8 +125,12 @@ func deployDescribe(t *testing.T, c prometheus.Collector) []string {
 		c.Describe(ch)
 		close(ch)
 	}()
-	var names []string
+	var descs []*prometheus.Desc
 	for d := range ch {
+		descs = append(descs, d)
+	}
+	var names []string
+	for _, d := range descs {
 		m := deployFQName.FindStringSubmatch(d.String())
 		if m == nil {
 			t.Fatalf("cannot read the metric name of %s", d)

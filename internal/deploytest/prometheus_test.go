@@ -68,7 +68,14 @@ func TestDashboardAndAlertsAgainstPrometheus(t *testing.T) {
 	up := flakyOpenAI()
 	defer up.Close()
 	dir := t.TempDir()
-	cfg := fmt.Sprintf("providers:\n  - name: openai\n    type: openai\n    endpoint: %s/v1\n    models:\n      - name: gpt-4o-mini\n", up.URL)
+	down := freeAddr(t) // nothing listens there: calls fail with a 502
+	// The test MCP server, for a tool that fails.
+	bin := filepath.Join(dir, "mcpserver")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/sampled/sampled/internal/tools/testdata/mcpserver").CombinedOutput(); err != nil {
+		t.Fatalf("build the test MCP server: %v\n%s", err, out)
+	}
+	cfg := fmt.Sprintf("mcpServers:\n  test:\n    command: %q\n", bin) + fmt.Sprintf("providers:\n  - name: openai\n    type: openai\n    endpoint: %s/v1\n    models:\n      - name: gpt-4o-mini\n"+
+		"  - name: down\n    type: openai\n    endpoint: http://%s/v1\n    models:\n      - name: gone\n", up.URL, down)
 	if err := os.WriteFile(filepath.Join(dir, "sampled.yaml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -81,6 +88,14 @@ func TestDashboardAndAlertsAgainstPrometheus(t *testing.T) {
 	srv := httptest.NewServer(a.Handler)
 	defer srv.Close()
 	target := strings.TrimPrefix(srv.URL, "http://")
+	waitFor(t, 30*time.Second, "the test MCP server to connect (/readyz)", func() bool {
+		resp, err := http.Get(srv.URL + "/readyz")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
 
 	promAddr := freeAddr(t)
 	rules, err := os.ReadFile("../../deploy/prometheus/alerts.yml")
@@ -166,6 +181,7 @@ func drive(t *testing.T, base string) {
 		{"/v1/sample", `{"prompt":"hi","model":"openai/gpt-4o-mini"}`},
 		{"/v1/sample", `{"prompt":"hi","model":"openai/gpt-4o-mini"}`},
 		{"/v1/sample", `{"prompt":"hi","maxTokens":0}`},
+		{"/v1/sample", `{"prompt":"hi","model":"down/gone"}`},
 	}
 	for _, r := range reqs {
 		resp, err := http.Post(base+r.path, "application/json", strings.NewReader(r.body))
@@ -175,22 +191,25 @@ func drive(t *testing.T, base string) {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 	}
-	// A tool loop with an SSE subscriber, read to its end.
-	req, _ := http.NewRequest(http.MethodPost, base+"/v1/loops", strings.NewReader(`{"prompt":"Please calculate 2 * (3 + 4)"}`))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "text/event-stream")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sc := bufio.NewScanner(resp.Body)
-	done := false
-	for sc.Scan() {
-		done = done || sc.Text() == "event: loop.completed"
-	}
-	resp.Body.Close()
-	if !done {
-		t.Fatal("the loop stream ended without loop.completed")
+	// Tool loops with an SSE subscriber, read to their end: one calls a
+	// std tool, one a tool that fails.
+	for _, prompt := range []string{"Please calculate 2 * (3 + 4)", "Please fail"} {
+		req, _ := http.NewRequest(http.MethodPost, base+"/v1/loops", strings.NewReader(`{"prompt":"`+prompt+`","model":"offline/default"}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "text/event-stream")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(resp.Body)
+		done := false
+		for sc.Scan() {
+			done = done || sc.Text() == "event: loop.completed"
+		}
+		resp.Body.Close()
+		if !done {
+			t.Fatal("the loop stream ended without loop.completed")
+		}
 	}
 }
 

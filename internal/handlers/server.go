@@ -176,9 +176,15 @@ func (s *server) instrument(next http.Handler) http.Handler {
 			sw.status = http.StatusOK
 		}
 		d := time.Since(start)
-		s.metrics.HTTPRequests.WithLabelValues(route, r.Method, strconv.Itoa(sw.status)).Inc()
+		method := r.Method
+		switch method {
+		case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions:
+		default:
+			method = "other" // bounded label: clients can send any method
+		}
+		s.metrics.HTTPRequests.WithLabelValues(route, method, strconv.Itoa(sw.status)).Inc()
 		if !strings.HasPrefix(sw.Header().Get("Content-Type"), "text/event-stream") {
-			s.metrics.HTTPDuration.WithLabelValues(route, r.Method).Observe(d.Seconds())
+			s.metrics.HTTPDuration.WithLabelValues(route, method).Observe(d.Seconds())
 		}
 		attrs := append([]slog.Attr{slog.String("requestId", requestID(r.Context())), slog.String("method", r.Method),
 			slog.String("route", route), slog.Int("status", sw.status), slog.Float64("durationMs", float64(d.Microseconds())/1000)},

@@ -19,6 +19,7 @@ type Metrics struct {
 	UpstreamRetries     *prometheus.CounterVec   // provider, reason
 	UpstreamDuration    *prometheus.HistogramVec // provider, model, outcome
 	Tokens              *prometheus.CounterVec   // provider, model, type
+	TokenUsage          *prometheus.HistogramVec // provider, model, type
 	GatewayOverhead     prometheus.Histogram
 
 	LoopsTotal       *prometheus.CounterVec   // status
@@ -82,6 +83,11 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "sampled_tokens_total",
 			Help: "Tokens used, by provider, model and type (input, output).",
 		}, []string{"provider", "model", "type"}),
+		TokenUsage: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "sampled_upstream_token_usage",
+			Help:    "Tokens used by one upstream call, by provider, model and type (input, output).",
+			Buckets: prometheus.ExponentialBuckets(1, 4, 14),
+		}, []string{"provider", "model", "type"}),
 		GatewayOverhead: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name:    "sampled_gateway_overhead_seconds",
 			Help:    "Time a sampling request spends in sampled itself, upstream calls excluded.",
@@ -122,10 +128,15 @@ func New(reg prometheus.Registerer) *Metrics {
 			Help: "Whether an MCP tool server is connected (1) or not (0).",
 		}, []string{"server"}),
 	}
+	// Series that alerts watch with increase() exist from the start.
+	for _, method := range []string{"sampleSchema", "sampleTools"} {
+		m.ValidationRetries.WithLabelValues(method)
+		m.ValidationExhausted.WithLabelValues(method)
+	}
 	if reg != nil {
 		reg.MustRegister(m.HTTPRequests, m.HTTPDuration, m.Samples, m.ValidationFailures,
 			m.ValidationRetries, m.ValidationExhausted, m.UpstreamRetries, m.UpstreamDuration,
-			m.Tokens, m.GatewayOverhead, m.LoopsTotal, m.LoopsActive, m.LoopIterations,
+			m.Tokens, m.TokenUsage, m.GatewayOverhead, m.LoopsTotal, m.LoopsActive, m.LoopIterations,
 			m.ToolCalls, m.ToolCallDuration, m.SSESubscribers, m.SSEEvents, m.MCPServerUp)
 	}
 	return m

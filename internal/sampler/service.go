@@ -256,12 +256,12 @@ func (s *Service) attempt(ctx context.Context, model Model, req *Request, upstre
 		up.OnRetry = func(err error, _ int, _ time.Duration) {
 			s.metrics.UpstreamRetries.WithLabelValues(m.Provider, retry.Reason(err)).Inc()
 		}
+		t0 := time.Now()
 		err = up.Do(ctx, func(ctx context.Context) error {
-			t0 := time.Now()
+			t1 := time.Now()
 			var err error
 			resp, err = s.call(ctx, prov, &r)
-			d := time.Since(t0)
-			*upstream += d
+			d := time.Since(t1)
 			outcome := "ok"
 			if err != nil {
 				outcome = "error"
@@ -269,9 +269,17 @@ func (s *Service) attempt(ctx context.Context, model Model, req *Request, upstre
 			s.metrics.UpstreamDuration.WithLabelValues(m.Provider, m.ID(), outcome).Observe(d.Seconds())
 			return err
 		})
+		// Calls and the waits between retries are upstream time, not
+		// sampled's own.
+		*upstream += time.Since(t0)
 		if err == nil {
-			s.metrics.Tokens.WithLabelValues(m.Provider, m.ID(), "input").Add(float64(resp.Usage.InputTokens))
-			s.metrics.Tokens.WithLabelValues(m.Provider, m.ID(), "output").Add(float64(resp.Usage.OutputTokens))
+			for _, tk := range []struct {
+				typ string
+				n   int
+			}{{"input", resp.Usage.InputTokens}, {"output", resp.Usage.OutputTokens}} {
+				s.metrics.Tokens.WithLabelValues(m.Provider, m.ID(), tk.typ).Add(float64(tk.n))
+				s.metrics.TokenUsage.WithLabelValues(m.Provider, m.ID(), tk.typ).Observe(float64(tk.n))
+			}
 			return s.result(m, req, resp), nil
 		}
 		lastErr = err
