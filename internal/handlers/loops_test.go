@@ -202,11 +202,26 @@ func readEvents(t testing.TB, body io.Reader) []loopEvent {
 }
 
 // log returns the whole event log of a finished run.
+// log reads the run's whole log up to loop.completed, resuming by id as a
+// client does when its stream is dropped for falling behind.
 func (lt *loopTest) log(id string) []loopEvent {
 	lt.t.Helper()
-	resp := lt.events(context.Background(), id, "")
-	defer resp.Body.Close()
-	return readEvents(lt.t, resp.Body)
+	var all []loopEvent
+	last := ""
+	for range 1000 {
+		resp := lt.events(context.Background(), id, last)
+		evs := readEvents(lt.t, resp.Body)
+		resp.Body.Close()
+		all = append(all, evs...)
+		if len(all) > 0 && all[len(all)-1].Name == "loop.completed" {
+			return all
+		}
+		if len(evs) > 0 {
+			last = evs[len(evs)-1].ID
+		}
+	}
+	lt.t.Fatalf("no loop.completed in %d events", len(all))
+	return nil
 }
 
 func names(evs []loopEvent) []string {
