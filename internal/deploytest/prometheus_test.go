@@ -139,9 +139,11 @@ func TestDashboardAndAlertsAgainstPrometheus(t *testing.T) {
 		return err == nil && len(v) > 0 && number(v[0]) >= 4
 	})
 	drive(t, srv.URL)
+	// Wait until a scrape has seen the whole second round (its loops come
+	// last), so that every rate over the last minute covers new activity.
 	waitFor(t, 60*time.Second, "the second round to be scraped", func() bool {
-		v, err := query(api, `increase(sampled_samples_total[1m]) > 0`)
-		return err == nil && len(v) > 0
+		v, err := query(api, `sum(sampled_loops_total)`)
+		return err == nil && len(v) > 0 && number(v[0]) >= 4
 	})
 
 	for _, e := range dashboardExprs(t) {
