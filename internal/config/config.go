@@ -130,6 +130,13 @@ func Load(getenv func(string) string, readFile func(string) ([]byte, error)) (*C
 			return nil, fmt.Errorf("config: %w", err)
 		}
 	}
+	if v := getenv("SAMPLED_CALL_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return nil, fmt.Errorf("config: SAMPLED_CALL_TIMEOUT: want a duration such as 90s, got %q", v)
+		}
+		c.CallTimeout = Duration(d)
+	}
 	if err := c.resolve(getenv, readFile); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}

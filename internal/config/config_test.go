@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -30,6 +31,13 @@ func ids(c *Config) []string {
 		}
 	}
 	return out
+}
+
+func TestCallTimeoutFromEnv(t *testing.T) {
+	c, err := Load(env(map[string]string{"SAMPLED_CALL_TIMEOUT": "45s"}), nil)
+	if err != nil || time.Duration(c.CallTimeout) != 45*time.Second {
+		t.Fatalf("CallTimeout = %v, %v; want 45s", time.Duration(c.CallTimeout), err)
+	}
 }
 
 func TestFromEnv(t *testing.T) {
@@ -152,6 +160,12 @@ func TestBadConfigNamesTheField(t *testing.T) {
 	t.Run("bad provider env", func(t *testing.T) {
 		_, err := Load(env(map[string]string{"SAMPLING_PROVIDER": "gemini"}), nil)
 		if err == nil || !strings.Contains(err.Error(), "SAMPLING_PROVIDER") {
+			t.Errorf("err = %v", err)
+		}
+	})
+	t.Run("bad call timeout", func(t *testing.T) {
+		_, err := Load(env(map[string]string{"SAMPLED_CALL_TIMEOUT": "soon"}), nil)
+		if err == nil || !strings.Contains(err.Error(), "SAMPLED_CALL_TIMEOUT") {
 			t.Errorf("err = %v", err)
 		}
 	})
