@@ -832,3 +832,26 @@ func TestStartLoopBadRequests(t *testing.T) {
 		})
 	}
 }
+
+// TestStreamsOutliveWriteTimeout: a server with a write timeout still
+// streams a run's events for as long as the run lasts.
+func TestStreamsOutliveWriteTimeout(t *testing.T) {
+	b := &blocking{started: make(chan struct{}), cancelled: make(chan struct{})}
+	s := startStackWith(t, stackOptions{extra: []sampler.Provider{b}, heartbeat: 10 * time.Millisecond, writeTimeout: 100 * time.Millisecond})
+	req, _ := http.NewRequest(http.MethodPost, s.url+"/v1/loops", strings.NewReader(`{"prompt":"hi","model":"blocking/m"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	<-b.started
+	start := time.Now()
+	br := bufio.NewReader(resp.Body)
+	for time.Since(start) < 500*time.Millisecond {
+		if _, err := br.ReadString('\n'); err != nil {
+			t.Fatalf("the stream broke after %s (write timeout 100ms): %v", time.Since(start), err)
+		}
+	}
+}

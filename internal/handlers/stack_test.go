@@ -39,7 +39,9 @@ type stackOptions struct {
 	loop      loop.Options
 	runs      runs.MemoryOptions
 	upstream  retry.Upstream
-	cfg       func(*Config)
+	// writeTimeout, if set, is the server's WriteTimeout.
+	writeTimeout time.Duration
+	cfg          func(*Config)
 }
 
 func startStack(t testing.TB, maxBody int64, extra ...sampler.Provider) *stack {
@@ -82,7 +84,9 @@ func startStackWith(t testing.TB, o stackOptions) *stack {
 	if o.cfg != nil {
 		o.cfg(&c)
 	}
-	s.srv = httptest.NewServer(New(c))
+	s.srv = httptest.NewUnstartedServer(New(c))
+	s.srv.Config.WriteTimeout = o.writeTimeout
+	s.srv.Start()
 	s.url = s.srv.URL
 	t.Cleanup(func() {
 		s.srv.Close()
