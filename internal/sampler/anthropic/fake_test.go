@@ -13,7 +13,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	"github.com/sampled/sampled/internal/golden"
+
 	"go.uber.org/goleak"
 )
 
@@ -144,40 +145,7 @@ func checkHeaders(t *testing.T, got []seen) {
 // -update rewrites the file.
 func checkGolden(t *testing.T, name string, body []byte) {
 	t.Helper()
-	got := canonical(t, body)
-	path := filepath.Join("testdata", "anthropic", "requests", name+".json")
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("request body differs from %s (-want +got):\n%s", path, diff)
-	}
-}
-
-// canonical re-marshals JSON through map[string]any: sorted keys, two-space
-// indent, numbers as written.
-func canonical(t *testing.T, body []byte) []byte {
-	t.Helper()
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		t.Fatalf("request body is not JSON: %v\n%s", err, body)
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
+	golden.JSON(t, filepath.Join("testdata", "anthropic", "requests", name+".json"), body, *update)
 }
 
 // decode parses a request body for assertions beyond the golden.

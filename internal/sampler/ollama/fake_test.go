@@ -1,7 +1,6 @@
 package ollama
 
 import (
-	"bytes"
 	"encoding/json"
 	"flag"
 	"io"
@@ -12,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
+	"github.com/sampled/sampled/internal/golden"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden request bodies in testdata/ollama/requests")
@@ -124,45 +123,11 @@ func readReply(t *testing.T, name string) []byte {
 	return data
 }
 
-// pretty re-encodes a JSON body indented, with object keys sorted and
-// numbers kept as written.
-func pretty(t *testing.T, body []byte) []byte {
-	t.Helper()
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
-		t.Fatalf("request body is not JSON: %v\n%s", err, body)
-	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(v); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
-}
-
 // checkGolden compares a request body with testdata/ollama/requests/<name>.json,
 // or rewrites that file under -update.
 func checkGolden(t *testing.T, name string, body []byte) {
 	t.Helper()
-	got := pretty(t, body)
-	path := filepath.Join("testdata", "ollama", "requests", name+".json")
-	if *update {
-		if err := os.WriteFile(path, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test -update to create it)", err)
-	}
-	if diff := cmp.Diff(string(want), string(got)); diff != "" {
-		t.Errorf("request body differs from %s (-want +got):\n%s", path, diff)
-	}
+	golden.JSON(t, filepath.Join("testdata", "ollama", "requests", name+".json"), body, *update)
 }
 
 // wireBody is the part of a request body the tests look into.

@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"bytes"
 	"encoding/json"
 	"flag"
 	"io"
@@ -12,8 +11,9 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/sampled/sampled/internal/golden"
+
 	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/google/go-cmp/cmp"
 	"go.uber.org/goleak"
 )
 
@@ -213,23 +213,5 @@ func readTestdata(t *testing.T, name string) []byte {
 // testdata/openai/requests/<name>.json, rewriting it under -update.
 func checkGolden(t *testing.T, name string, body []byte) {
 	t.Helper()
-	var pretty bytes.Buffer
-	if err := json.Indent(&pretty, body, "", "  "); err != nil {
-		t.Fatalf("request body is not JSON: %v\n%s", err, body)
-	}
-	pretty.WriteByte('\n')
-	path := filepath.Join("testdata", "openai", "requests", name+".json")
-	if *update {
-		if err := os.WriteFile(path, pretty.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden file (run go test -update to create it): %v", err)
-	}
-	if diff := cmp.Diff(string(want), pretty.String()); diff != "" {
-		t.Errorf("request body differs from %s (-want +got):\n%s", path, diff)
-	}
+	golden.JSON(t, filepath.Join("testdata", "openai", "requests", name+".json"), body, *update)
 }
