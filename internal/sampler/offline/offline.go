@@ -177,6 +177,20 @@ func seedText(req *sampler.Request) string {
 	return ""
 }
 
+// taskText is the text of the first user message that has text: the task,
+// which stays the same when corrective turns follow. It seeds schema
+// answers.
+func taskText(req *sampler.Request) string {
+	for _, m := range req.Messages {
+		if m.Role == sampler.RoleUser {
+			if t := strings.TrimSpace(sampler.TextOf(m.Content)); t != "" {
+				return t
+			}
+		}
+	}
+	return ""
+}
+
 // toolResultsText quotes each result with the name of the tool whose call
 // it answers, found among the tool_use blocks of prev.
 func toolResultsText(prev []sampler.Message, results []sampler.Content) string {
@@ -219,7 +233,7 @@ func toolNameFor(prev []sampler.Message, id string) string {
 // schemaAnswer is the schema-mode answer: the compact JSON of a value
 // generated from the schema, malformed when broken.
 func schemaAnswer(req *sampler.Request, broken bool) ([]sampler.Content, string, error) {
-	raw, _, err := generate(req.Schema, seedText(req), false)
+	raw, _, err := generate(req.Schema, taskText(req), false)
 	if err != nil {
 		return nil, "", err
 	}

@@ -529,3 +529,22 @@ func TestFlakySecondAttemptMatchesDefault(t *testing.T) {
 		t.Errorf("broken text (-want +got):\n%s", diff)
 	}
 }
+
+// TestSchemaSeedIsTheTask: after a corrective turn, free-form strings still
+// come from the task, not from the correction.
+func TestSchemaSeedIsTheTask(t *testing.T) {
+	req := &sampler.Request{Model: "flaky", Attempt: 2, Schema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`),
+		Messages: []sampler.Message{
+			{Role: sampler.RoleUser, Content: []sampler.Content{sampler.TextBlock("Invent a person called Ada")}},
+			{Role: sampler.RoleAssistant, Content: []sampler.Content{sampler.TextBlock(`{"name":`)}},
+			{Role: sampler.RoleUser, Content: []sampler.Content{sampler.TextBlock("Your previous answer is not acceptable. Fix these errors")}},
+		}}
+	resp, err := New().Sample(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := sampler.TextOf(resp.Content)
+	if strings.Contains(text, "previous") || strings.Contains(text, "Fix") {
+		t.Errorf("answer %s is seeded by the correction, not the task", text)
+	}
+}
