@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"errors"
 	"net/http"
 
 	"github.com/sampled/sampled/internal/sampler"
@@ -63,15 +62,13 @@ func (s *server) handleMessages(w http.ResponseWriter, r *http.Request) {
 // writeMessagesError adds JSON-RPC's invalid-params code to 400 problems.
 func (s *server) writeMessagesError(w http.ResponseWriter, r *http.Request, err error) {
 	p := problemFor(err)
-	if p.Status == http.StatusBadRequest {
-		if p.Extensions == nil {
-			p.Extensions = map[string]any{}
-		}
-		p.Extensions["code"] = invalidParams
-	}
-	if p.Status >= 500 || errors.Is(err, r.Context().Err()) {
+	if p.Status != http.StatusBadRequest {
 		s.writeError(w, r, err)
 		return
 	}
+	if p.Extensions == nil {
+		p.Extensions = map[string]any{}
+	}
+	p.Extensions["code"] = invalidParams
 	s.writeProblem(w, r, p)
 }
