@@ -92,7 +92,7 @@ func (s *server) handleStartLoop(w http.ResponseWriter, r *http.Request) {
 		errs = append(errs, sampler.FieldError{Path: "/prompt", Message: "prompt must not be empty"})
 	}
 	if len(errs) > 0 {
-		s.writeError(w, r, &sampler.InvalidError{Detail: errs[0].Path + ": " + errs[0].Message, Errors: errs})
+		s.writeError(w, r, sampler.InvalidAll(errs))
 		return
 	}
 	switch {

@@ -29,7 +29,7 @@ func (s *server) handleMessages(w http.ResponseWriter, r *http.Request) {
 		errs = append(errs, sampler.FieldError{Path: "/includeContext", Message: "includeContext must be none, thisServer or allServers"})
 	}
 	if len(errs) > 0 {
-		s.writeMessagesError(w, r, &sampler.InvalidError{Detail: errs[0].Path + ": " + errs[0].Message, Errors: errs})
+		s.writeMessagesError(w, r, sampler.InvalidAll(errs))
 		return
 	}
 	p := &sampler.Params{

@@ -86,7 +86,7 @@ func (b *sampleBody) params(defaultMaxTokens int, endpoint string) (*sampler.Par
 		p.Messages = msgs
 	}
 	if len(errs) > 0 {
-		return nil, &sampler.InvalidError{Detail: errs[0].Path + ": " + errs[0].Message, Errors: errs}
+		return nil, sampler.InvalidAll(errs)
 	}
 	return p, nil
 }

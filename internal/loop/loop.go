@@ -252,7 +252,7 @@ func (e *Engine) check(s *Spec) error {
 		}
 	}
 	if len(errs) > 0 {
-		return &sampler.InvalidError{Detail: errs[0].Path + ": " + errs[0].Message, Errors: errs}
+		return sampler.InvalidAll(errs)
 	}
 	return nil
 }

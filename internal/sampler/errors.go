@@ -24,6 +24,15 @@ func Invalid(path, format string, args ...any) *InvalidError {
 	return &InvalidError{Detail: msg, Errors: []FieldError{{Path: path, Message: msg}}}
 }
 
+// InvalidAll returns an *InvalidError listing errs, or nil when there are
+// none. Its detail names the first.
+func InvalidAll(errs []FieldError) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return &InvalidError{Detail: errs[0].Path + ": " + errs[0].Message, Errors: errs}
+}
+
 func (e *InvalidError) Error() string {
 	if e.Detail != "" {
 		return e.Detail

@@ -123,8 +123,5 @@ func DecodeMessages(raw []json.RawMessage) ([]Message, error) {
 			errs = append(errs, FieldError{Path: path, Message: msg})
 		}
 	}
-	if len(errs) > 0 {
-		return msgs, &InvalidError{Detail: errs[0].Path + ": " + errs[0].Message, Errors: errs}
-	}
-	return msgs, nil
+	return msgs, InvalidAll(errs)
 }

@@ -223,19 +223,13 @@ func (s *Service) Check(p *Params) error {
 
 // prepare checks the request and selects its model.
 func (s *Service) prepare(p *Params) (Model, error) {
+	var errs []FieldError
 	model, err := s.catalog.Select(p.ModelSpec, p.ModelPreferences)
 	if err != nil {
-		err = Invalid("/model", "unknown model %q; GET /v1/models lists the configured ones", p.ModelSpec)
+		errs = append(errs, FieldError{Path: "/model", Message: fmt.Sprintf("unknown model %q; GET /v1/models lists the configured ones", p.ModelSpec)})
 	}
-	if cerr := checkRequest(p, s.schemas); cerr != nil {
-		if err != nil {
-			ie := cerr.(*InvalidError)
-			ie.Errors = append(err.(*InvalidError).Errors, ie.Errors...)
-			return model, ie
-		}
-		return model, cerr
-	}
-	return model, err
+	errs = append(errs, checkRequest(p, s.schemas)...)
+	return model, InvalidAll(errs)
 }
 
 // attempt calls the model, with upstream retries, and then its fallbacks.

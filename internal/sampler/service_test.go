@@ -237,8 +237,8 @@ func TestSampleToolsExhausted(t *testing.T) {
 	checkCounter(t, f.m.ValidationExhausted.WithLabelValues(MethodTools), 1)
 	// Every request the helper sent obeys MCP's message rules.
 	for i, r := range f.p.got {
-		if err := checkRequest(&Params{Request: r}, f.svc.schemas); err != nil {
-			t.Errorf("attempt %d sent an invalid conversation: %v", i+1, err)
+		if errs := checkRequest(&Params{Request: r}, f.svc.schemas); errs != nil {
+			t.Errorf("attempt %d sent an invalid conversation: %v", i+1, errs)
 		}
 	}
 }

@@ -6,8 +6,9 @@ import (
 )
 
 // checkRequest applies the rules a request must satisfy before any provider
-// is called. Paths are JSON Pointers into the request body.
-func checkRequest(p *Params, schemas *SchemaCache) error {
+// is called and returns what is wrong; paths are JSON Pointers into the
+// request body.
+func checkRequest(p *Params, schemas *SchemaCache) []FieldError {
 	var errs []FieldError
 	add := func(path, format string, args ...any) {
 		errs = append(errs, FieldError{Path: path, Message: fmt.Sprintf(format, args...)})
@@ -69,10 +70,7 @@ func checkRequest(p *Params, schemas *SchemaCache) error {
 			add("/toolChoice", "toolChoice %q needs tools", tc.Mode)
 		}
 	}
-	if len(errs) == 0 {
-		return nil
-	}
-	return &InvalidError{Detail: errs[0].Path + ": " + errs[0].Message, Errors: errs}
+	return errs
 }
 
 // checkMessages enforces MCP's message rules: roles and block types per
