@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"context"
+	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -42,6 +43,8 @@ type stackOptions struct {
 	// writeTimeout, if set, is the server's WriteTimeout.
 	writeTimeout time.Duration
 	cfg          func(*Config)
+	// wrap, if set, wraps the handler (for measurements).
+	wrap func(http.Handler) http.Handler
 }
 
 func startStack(t testing.TB, maxBody int64, extra ...sampler.Provider) *stack {
@@ -84,7 +87,11 @@ func startStackWith(t testing.TB, o stackOptions) *stack {
 	if o.cfg != nil {
 		o.cfg(&c)
 	}
-	s.srv = httptest.NewUnstartedServer(New(c))
+	h := New(c)
+	if o.wrap != nil {
+		h = o.wrap(h)
+	}
+	s.srv = httptest.NewUnstartedServer(h)
 	s.srv.Config.WriteTimeout = o.writeTimeout
 	s.srv.Start()
 	s.url = s.srv.URL
