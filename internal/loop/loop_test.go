@@ -235,14 +235,13 @@ func TestParallelToolCalls(t *testing.T) {
 				t.Errorf("calls in flight at once: %d by the events, %d by the tools, want %d; order %v", most, g.max(), want, order)
 			}
 			if tt.parallel == 1 {
-				// One at a time, each call completes before the next
-				// starts (in no particular order of the calls).
-				for i := 0; i+1 < len(order); i += 2 {
-					started, ok := strings.CutPrefix(order[i], "started ")
-					if !ok || order[i+1] != "completed "+started {
-						t.Errorf("tool events %v, want each start followed by its completion", order)
-						break
-					}
+				// One at a time, in call order.
+				var want []string
+				for _, id := range ids {
+					want = append(want, "started "+id, "completed "+id)
+				}
+				if diff := cmp.Diff(want, order); diff != "" {
+					t.Errorf("tool events (-want +got):\n%s", diff)
 				}
 			}
 			if got := len(named(evs, loop.EventToolCompleted)); got != tt.calls {

@@ -218,18 +218,20 @@ func (r *run) failure(ctx context.Context, err error) (string, string) {
 // unknown and disallowed tools become error results.
 func (r *run) callTools(ctx context.Context, it int, calls []sampler.ToolCall) []sampler.Content {
 	results := make([]sampler.Content, len(calls))
-	sem := make(chan struct{}, r.e.o.Parallel)
+	next := make(chan int, len(calls))
+	for i := range calls {
+		next <- i
+	}
+	close(next)
+	// Parallel workers take the calls in order.
 	var wg sync.WaitGroup
-	for i, c := range calls {
+	for range min(r.e.o.Parallel, len(calls)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			select {
-			case sem <- struct{}{}:
-				defer func() { <-sem }()
-			case <-ctx.Done():
+			for i := range next {
+				results[i] = r.callTool(ctx, it, calls[i])
 			}
-			results[i] = r.callTool(ctx, it, c)
 		}()
 	}
 	wg.Wait()
