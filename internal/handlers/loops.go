@@ -97,7 +97,7 @@ func (s *server) handleStartLoop(w http.ResponseWriter, r *http.Request) {
 	}
 	switch {
 	case b.Prompt != nil:
-		spec.Messages = []sampler.Message{{Role: sampler.RoleUser, Content: []sampler.Content{sampler.TextBlock(*b.Prompt)}}}
+		spec.Messages = []sampler.Message{sampler.UserMessage(sampler.TextBlock(*b.Prompt))}
 	case b.Messages != nil:
 		msgs, err := sampler.DecodeMessages(b.Messages)
 		if err != nil {

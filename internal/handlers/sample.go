@@ -76,7 +76,7 @@ func (b *sampleBody) params(defaultMaxTokens int, endpoint string) (*sampler.Par
 		p.ToolChoice = b.ToolChoiceDraft
 	}
 	if b.Prompt != nil {
-		p.Messages = []sampler.Message{{Role: sampler.RoleUser, Content: []sampler.Content{sampler.TextBlock(*b.Prompt)}}}
+		p.Messages = []sampler.Message{sampler.UserMessage(sampler.TextBlock(*b.Prompt))}
 	}
 	if b.Messages != nil {
 		msgs, err := sampler.DecodeMessages(b.Messages)

@@ -156,7 +156,7 @@ func (r *run) run(parent context.Context) {
 		if len(content) == 0 {
 			content = []sampler.Content{sampler.TextBlock("")}
 		}
-		msgs = append(msgs, sampler.Message{Role: sampler.RoleAssistant, Content: content})
+		msgs = append(msgs, sampler.AssistantMessage(content...))
 		r.snap.Messages = msgs
 		if len(calls) == 0 {
 			r.snap.Result = res.Text
@@ -172,7 +172,7 @@ func (r *run) run(parent context.Context) {
 			break
 		}
 		results := r.callTools(ctx, it, calls)
-		msgs = append(msgs, sampler.Message{Role: sampler.RoleUser, Content: results})
+		msgs = append(msgs, sampler.UserMessage(results...))
 		r.snap.Messages = msgs
 		r.save()
 		r.emit(EventIterationCompleted, iterationEvent{TraceID: r.snap.TraceID, Iteration: it, ToolCalls: names(calls),

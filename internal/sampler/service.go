@@ -427,7 +427,7 @@ func correction(res *Result, errs []FieldError, method string) []Message {
 	for _, e := range errs {
 		fmt.Fprintf(&list, "\n- %s: %s", e.Path, e.Message)
 	}
-	assistant := Message{Role: RoleAssistant, Content: res.Content}
+	assistant := AssistantMessage(res.Content...)
 	if len(res.Content) == 0 {
 		assistant.Content = []Content{TextBlock("")}
 	}
@@ -439,7 +439,7 @@ func correction(res *Result, errs []FieldError, method string) []Message {
 		} else {
 			text = "Your previous answer did not call a tool. Fix these errors and answer by calling one of the declared tools with arguments that match its input schema:" + list.String()
 		}
-		return []Message{assistant, {Role: RoleUser, Content: []Content{TextBlock(text)}}}
+		return []Message{assistant, UserMessage(TextBlock(text))}
 	}
 	isErr := true
 	results := make([]Content, len(calls))
@@ -457,7 +457,7 @@ func correction(res *Result, errs []FieldError, method string) []Message {
 		}
 		results[i] = Content{Type: BlockToolResult, ToolUseID: c.ID, IsError: &isErr, Content: []Content{TextBlock(text)}}
 	}
-	return []Message{assistant, {Role: RoleUser, Content: results}}
+	return []Message{assistant, UserMessage(results...)}
 }
 
 // count records one finished sampling request.

@@ -18,18 +18,14 @@ import (
 
 func ptr[T any](v T) *T { return &v }
 
-func user(blocks ...sampler.Content) sampler.Message {
-	return sampler.Message{Role: sampler.RoleUser, Content: blocks}
-}
-
-func assistant(blocks ...sampler.Content) sampler.Message {
-	return sampler.Message{Role: sampler.RoleAssistant, Content: blocks}
-}
-
-func text(s string) sampler.Content { return sampler.TextBlock(s) }
+var (
+	user      = sampler.UserMessage
+	assistant = sampler.AssistantMessage
+	text      = sampler.TextBlock
+)
 
 func toolUse(id, name, input string) sampler.Content {
-	return sampler.Content{Type: sampler.BlockToolUse, ID: id, Name: name, Input: json.RawMessage(input)}
+	return sampler.ToolUseBlock(id, name, json.RawMessage(input))
 }
 
 // A 1×1 PNG.

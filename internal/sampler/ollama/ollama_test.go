@@ -43,18 +43,14 @@ func tools(t *testing.T, defs ...string) []sampler.Tool {
 	return out
 }
 
-func user(blocks ...sampler.Content) sampler.Message {
-	return sampler.Message{Role: sampler.RoleUser, Content: blocks}
-}
-
-func assistant(blocks ...sampler.Content) sampler.Message {
-	return sampler.Message{Role: sampler.RoleAssistant, Content: blocks}
-}
-
-func text(s string) sampler.Content { return sampler.TextBlock(s) }
+var (
+	user      = sampler.UserMessage
+	assistant = sampler.AssistantMessage
+	text      = sampler.TextBlock
+)
 
 func toolUse(id, name, input string) sampler.Content {
-	return sampler.Content{Type: sampler.BlockToolUse, ID: id, Name: name, Input: json.RawMessage(input)}
+	return sampler.ToolUseBlock(id, name, json.RawMessage(input))
 }
 
 func ptr[T any](v T) *T { return &v }
