@@ -84,7 +84,11 @@ func New(o Options) *Provider {
 	}
 	client := o.HTTPClient
 	if client == nil {
-		client = newHTTPClient(o.ResponseHeaderTimeout)
+		timeout := o.ResponseHeaderTimeout
+		if timeout <= 0 {
+			timeout = DefaultResponseHeaderTimeout
+		}
+		client = sampler.NewHTTPClient(timeout)
 	}
 	opts := []option.RequestOption{
 		// Credentials, base URL and headers come from Options only.
@@ -101,22 +105,6 @@ func New(o Options) *Provider {
 	c := sdk.NewClient(opts...)
 	p.messages = c.Messages
 	return p
-}
-
-// newHTTPClient returns a client whose transport waits at most d (0 means
-// DefaultResponseHeaderTimeout) for response headers.
-func newHTTPClient(d time.Duration) *http.Client {
-	if d <= 0 {
-		d = DefaultResponseHeaderTimeout
-	}
-	var t *http.Transport
-	if dt, ok := http.DefaultTransport.(*http.Transport); ok {
-		t = dt.Clone()
-	} else {
-		t = &http.Transport{Proxy: http.ProxyFromEnvironment, ForceAttemptHTTP2: true}
-	}
-	t.ResponseHeaderTimeout = d
-	return &http.Client{Transport: t}
 }
 
 // Name returns the provider's configured name, "anthropic" by default.

@@ -87,25 +87,9 @@ func New(o Options) *Provider {
 		if timeout <= 0 {
 			timeout = DefaultResponseHeaderTimeout
 		}
-		p.client = &http.Client{Transport: newTransport(timeout)}
+		p.client = sampler.NewHTTPClient(timeout)
 	}
 	return p
-}
-
-// newTransport returns a transport like net/http's default one, with the
-// given ResponseHeaderTimeout.
-func newTransport(responseHeaderTimeout time.Duration) *http.Transport {
-	dialer := &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
-	return &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           dialer.DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          100,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
-		ResponseHeaderTimeout: responseHeaderTimeout,
-	}
 }
 
 // Name returns the provider's configured name, "ollama" by default.

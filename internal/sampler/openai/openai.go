@@ -80,14 +80,7 @@ func New(o Options) *Provider {
 		if timeout <= 0 {
 			timeout = DefaultResponseHeaderTimeout
 		}
-		t, ok := http.DefaultTransport.(*http.Transport)
-		if ok {
-			t = t.Clone()
-		} else {
-			t = &http.Transport{Proxy: http.ProxyFromEnvironment}
-		}
-		t.ResponseHeaderTimeout = timeout
-		hc = &http.Client{Transport: t}
+		hc = sampler.NewHTTPClient(timeout)
 	}
 	cfg := goopenai.DefaultConfig(o.APIKey)
 	cfg.BaseURL = baseURL
