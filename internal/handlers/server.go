@@ -14,8 +14,6 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
-	"reflect"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -231,50 +229,17 @@ func (s *server) decodeBody(w http.ResponseWriter, r *http.Request, dst any, str
 		return fmt.Errorf("read body: %w", err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
+	if strict {
+		// Nested MCP objects decode themselves and stay open.
+		dec.DisallowUnknownFields()
+	}
 	if err := dec.Decode(dst); err != nil {
 		return jsonError("", err)
 	}
 	if dec.More() {
 		return badJSON("/", "the body holds more than one JSON value")
 	}
-	if strict {
-		return checkMembers(body, dst)
-	}
 	return nil
-}
-
-// checkMembers rejects top-level members that dst's type does not declare.
-func checkMembers(body []byte, dst any) error {
-	var members map[string]json.RawMessage
-	if err := json.Unmarshal(body, &members); err != nil {
-		return badJSON("/", "the body must be a JSON object")
-	}
-	known := map[string]bool{}
-	t := reflect.TypeOf(dst).Elem()
-	for i := range t.NumField() {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
-		known[name] = true
-	}
-	var unknown []string
-	for k := range members {
-		if !known[k] {
-			unknown = append(unknown, k)
-		}
-	}
-	if len(unknown) == 0 {
-		return nil
-	}
-	sort.Strings(unknown)
-	errs := make([]sampler.FieldError, len(unknown))
-	for i, k := range unknown {
-		errs[i] = sampler.FieldError{Path: "/" + escapePointer(k), Message: fmt.Sprintf("unknown member %q", k)}
-	}
-	return &bodyError{status: http.StatusBadRequest, slug: "invalid-request", title: "Invalid request",
-		detail: errs[0].Path + ": " + errs[0].Message, errors: errs}
-}
-
-func escapePointer(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
 }
 
 // decodeItems decodes each element of a JSON array member on its own, so
@@ -321,6 +286,10 @@ func jsonError(base string, err error) error {
 		return badJSON(orRoot(base+pe.Path), pe.Message)
 	case errors.Is(err, io.EOF):
 		return badJSON("/", "the body is empty; send a JSON object")
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		// encoding/json has no error type for this one.
+		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+		return badJSON(base+"/"+sampler.PointerToken(name), fmt.Sprintf("unknown member %q", name))
 	default:
 		return badJSON(orRoot(base), err.Error())
 	}

@@ -402,6 +402,14 @@ type ModelPreferences struct {
 	IntelligencePriority *float64    `json:"intelligencePriority,omitempty"`
 }
 
+// UnmarshalJSON decodes the preferences leniently: MCP leaves the object
+// (and its hints) open, so unknown members are ignored even by a strict
+// decoder.
+func (p *ModelPreferences) UnmarshalJSON(b []byte) error {
+	type plain ModelPreferences
+	return json.Unmarshal(b, (*plain)(p))
+}
+
 // ToolCall is a tool_use block of a result, in the shape the REST API returns.
 type ToolCall struct {
 	ID        string          `json:"id"`

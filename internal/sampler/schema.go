@@ -224,7 +224,7 @@ func checkSchema(v any, path string, errs *[]FieldError) {
 		bad(path, "a schema must be an object or a boolean")
 		return
 	}
-	at := func(k string) string { return path + "/" + escapePointer(k) }
+	at := func(k string) string { return path + "/" + PointerToken(k) }
 	validType := func(s any) bool {
 		switch s {
 		case "string", "number", "integer", "boolean", "object", "array", "null":
@@ -256,7 +256,7 @@ func checkSchema(v any, path string, errs *[]FieldError) {
 				continue
 			}
 			for name, s := range sub {
-				checkSchema(s, at(k)+"/"+escapePointer(name), errs)
+				checkSchema(s, at(k)+"/"+PointerToken(name), errs)
 			}
 		}
 	}
@@ -330,7 +330,8 @@ func checkSchema(v any, path string, errs *[]FieldError) {
 	}
 }
 
-// escapePointer escapes a JSON Pointer reference token.
-func escapePointer(s string) string {
+// PointerToken escapes a member name as a JSON Pointer reference token
+// (RFC 6901: "~" as "~0", "/" as "~1").
+func PointerToken(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
 }

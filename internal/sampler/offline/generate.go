@@ -12,6 +12,8 @@ import (
 	"time"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/sampled/sampled/internal/sampler"
 )
 
 // Generation limits.
@@ -1277,7 +1279,7 @@ func (g *generator) genObject(v *view, st state) (any, bool) {
 	o := newObject()
 	ok := true
 	for _, k := range keys {
-		val, good := g.gen(conj{nodes: g.propNodes(v, k)}, st.child(escapePointer(k), k, st.variant))
+		val, good := g.gen(conj{nodes: g.propNodes(v, k)}, st.child(sampler.PointerToken(k), k, st.variant))
 		if !good && !must[k] && !dependedOn(v, keys, k) {
 			continue // drop an optional property that cannot be satisfied
 		}
@@ -1307,7 +1309,7 @@ func (g *generator) fillProperties(v *view, o *object, st state) bool {
 		if _, dup := o.vals[k]; dup || len(o.keys) >= v.minProps {
 			return
 		}
-		val, ok := g.gen(conj{nodes: g.propNodes(v, k)}, st.child(escapePointer(k), k, st.variant))
+		val, ok := g.gen(conj{nodes: g.propNodes(v, k)}, st.child(sampler.PointerToken(k), k, st.variant))
 		if ok {
 			o.set(k, val)
 		}
@@ -1330,11 +1332,6 @@ func (g *generator) fillProperties(v *view, o *object, st state) bool {
 		try("extra" + strconv.Itoa(i))
 	}
 	return len(o.keys) >= v.minProps
-}
-
-// escapePointer escapes a member name as a JSON Pointer token.
-func escapePointer(k string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
 }
 
 // isStopWord reports whether the lower-case word w is too common to say
