@@ -324,6 +324,14 @@ func setUpper(v *view, m *big.Rat, excl bool) {
 	}
 }
 
+// tighterMax combines two upper bounds; cur < 0 means none yet.
+func tighterMax(cur, m int) int {
+	if cur < 0 || m < cur {
+		return m
+	}
+	return cur
+}
+
 func (g *generator) addString(v *view, o *object) {
 	if m, ok := intKeyword(o, "minLength"); ok {
 		v.stringKw = true
@@ -331,9 +339,7 @@ func (g *generator) addString(v *view, o *object) {
 	}
 	if m, ok := intKeyword(o, "maxLength"); ok {
 		v.stringKw = true
-		if v.maxLen < 0 || m < v.maxLen {
-			v.maxLen = m
-		}
+		v.maxLen = tighterMax(v.maxLen, m)
 	}
 	if p, ok := o.vals["pattern"].(string); ok {
 		v.stringKw = true
@@ -371,9 +377,7 @@ func (g *generator) addArray(v *view, o *object) {
 	}
 	if m, ok := intKeyword(o, "maxItems"); ok {
 		v.arrayKw = true
-		if v.maxItems < 0 || m < v.maxItems {
-			v.maxItems = m
-		}
+		v.maxItems = tighterMax(v.maxItems, m)
 	}
 	if o.vals["uniqueItems"] == true {
 		v.arrayKw = true
@@ -422,9 +426,7 @@ func (g *generator) addObject(v *view, o *object) {
 	}
 	if m, ok := intKeyword(o, "maxProperties"); ok {
 		v.objectKw = true
-		if v.maxProps < 0 || m < v.maxProps {
-			v.maxProps = m
-		}
+		v.maxProps = tighterMax(v.maxProps, m)
 	}
 	for _, kw := range []string{"dependentRequired", "dependencies"} {
 		deps, ok := o.vals[kw].(*object)
