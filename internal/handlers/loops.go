@@ -147,18 +147,11 @@ func (s *server) handleGetLoop(w http.ResponseWriter, r *http.Request) {
 
 func (s *server) handleCancelLoop(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
-	snap, err := s.runs.Snapshot(r.Context(), id)
-	if err != nil {
+	if _, err := s.runs.Snapshot(r.Context(), id); err != nil {
 		s.writeError(w, r, loopError(id, err))
 		return
 	}
-	// The engine forgets a run a moment after its terminal event; the
-	// snapshot, saved before that event, tells at once that it ended.
-	var st struct {
-		Status string `json:"status"`
-	}
-	finished := json.Unmarshal(snap, &st) == nil && st.Status != "" && st.Status != loop.StatusRunning
-	if finished || !s.loops.Cancel(id) {
+	if !s.loops.Cancel(id) {
 		s.writeProblem(w, r, Problem{Type: problemBase + "loop-finished", Title: "Loop already finished", Status: http.StatusConflict,
 			Detail: "loop " + id + " is no longer running"})
 		return

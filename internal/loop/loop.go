@@ -177,16 +177,18 @@ func (e *Engine) Start(ctx context.Context, spec Spec) (string, error) {
 		defer e.wg.Done()
 		defer e.o.Metrics.LoopsActive.Dec()
 		defer stop()
-		defer func() {
-			e.mu.Lock()
-			delete(e.cancels, id)
-			e.mu.Unlock()
-			cancel(nil)
-		}()
+		defer cancel(nil)
 		r := &run{e: e, id: id, spec: spec, snap: snap, log: e.o.Logger.With("loopId", id, "traceId", trace)}
 		r.run(lctx)
 	}()
 	return id, nil
+}
+
+// forget removes a finished run from the running ones.
+func (e *Engine) forget(id string) {
+	e.mu.Lock()
+	delete(e.cancels, id)
+	e.mu.Unlock()
 }
 
 // Cancel stops a running loop: its model call and every running tool call

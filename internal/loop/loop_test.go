@@ -17,6 +17,7 @@ import (
 
 	"github.com/sampled/sampled/internal/loop"
 	"github.com/sampled/sampled/internal/metrics"
+	"github.com/sampled/sampled/internal/runs"
 	"github.com/sampled/sampled/internal/sampler"
 	"github.com/sampled/sampled/internal/tools"
 )
@@ -559,10 +560,12 @@ func TestCancel(t *testing.T) {
 		t.Fatal("Cancel of a running loop = false")
 	}
 	checkCancelled(t, w.all(), marker)
-	e.Close()
+	// The terminal event has been read: the run is no longer cancellable,
+	// without waiting for the engine to wind down.
 	if e.Cancel(id) {
-		t.Error("Cancel of a finished loop = true")
+		t.Error("Cancel after the terminal event = true")
 	}
+	e.Close()
 	if got := testutil.ToFloat64(m.LoopsTotal.WithLabelValues(loop.StatusCancelled)); got != 1 {
 		t.Errorf("LoopsTotal{cancelled} = %v, want 1", got)
 	}
@@ -1022,3 +1025,32 @@ func TestSnapshotWhileRunning(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// probeStore asks the engine, at the moment the terminal event is
+// appended, whether the run can still be cancelled.
+type probeStore struct {
+	*runs.Memory
+	engine      func() *loop.Engine
+	cancellable chan bool
+}
+
+func (p *probeStore) Append(ctx context.Context, id, name string, data json.RawMessage, terminal bool) (runs.Event, error) {
+	if terminal {
+		p.cancellable <- p.engine().Cancel(id)
+	}
+	return p.Memory.Append(ctx, id, name, data, terminal)
+}
+
+// TestFinishedBeforeTerminalEvent: by the time loop.completed is published
+// (and so before any client can read it), DELETE has nothing to cancel.
+func TestFinishedBeforeTerminalEvent(t *testing.T) {
+	t.Parallel()
+	var e *loop.Engine
+	store := &probeStore{Memory: runs.NewMemory(runs.MemoryOptions{}), engine: func() *loop.Engine { return e }, cancellable: make(chan bool, 1)}
+	e = loop.New(loop.Options{Sampler: offlineSampler(t, nil), Tools: newRegistry(t, false, nil), Store: store})
+	t.Cleanup(e.Close)
+	start(t, e, loop.Spec{Messages: prompt("Please calculate 2 * (3 + 4)")})
+	if <-store.cancellable {
+		t.Error("the run could still be cancelled when its terminal event was published")
+	}
+}

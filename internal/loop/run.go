@@ -182,6 +182,9 @@ func (r *run) run(parent context.Context) {
 			break
 		}
 	}
+	// The run is over: from here Cancel reports it as not running, before
+	// anyone can read its terminal status or event.
+	r.e.forget(r.id)
 	now := time.Now().UTC()
 	r.snap.Status, r.snap.Error, r.snap.FinishedAt = status, errText, &now
 	r.save()
