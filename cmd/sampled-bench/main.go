@@ -6,7 +6,16 @@
 //     (p50, p99 and their difference: sampled's overhead);
 //   - requests per second through sampled at concurrency -c for -d.
 //
-// Usage: go run ./cmd/sampled-bench [-n 5000] [-c 64] [-d 10s] [-cpuprofile f]
+// With -fanout N it measures SSE fan-out instead: N subscribers, in a
+// separate process, follow one run while -events events are published
+// every -interval; it reports the delivery latency from publish to each
+// client and the service's heap. -floor serves the same bytes over bare TCP
+// instead, to show what the machine itself allows.
+//
+// Usage:
+//
+//	go run ./cmd/sampled-bench [-n 5000] [-c 64] [-d 10s] [-cpuprofile f]
+//	go run ./cmd/sampled-bench -fanout 1000 [-events 50] [-interval 20ms] [-floor]
 package main
 
 import (
@@ -44,13 +53,25 @@ const completion = `{"id":"chatcmpl-bench","object":"chat.completion","created":
 	`"usage":{"prompt_tokens":14,"completion_tokens":8,"total_tokens":22}}`
 
 func run(ctx context.Context, args []string, stdout io.Writer) error {
+	if len(args) > 1 && args[1] == "-fanout-client" {
+		return fanoutClientMain(args[1:], stdout)
+	}
 	fs := flag.NewFlagSet("sampled-bench", flag.ContinueOnError)
 	n := fs.Int("n", 5000, "requests per latency measurement (concurrency 1)")
 	c := fs.Int("c", 64, "concurrency of the throughput measurement")
 	d := fs.Duration("d", 10*time.Second, "duration of the throughput measurement")
-	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the throughput phase to this file")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the throughput or fan-out phase to this file")
+	fanout := fs.Int("fanout", 0, "measure SSE fan-out to this many subscribers instead")
+	events := fs.Int("events", 50, "events published in the fan-out measurement")
+	interval := fs.Duration("interval", 20*time.Millisecond, "time between events in the fan-out measurement")
+	floorOnly := fs.Bool("floor", false, "fan-out over bare TCP instead of sampled")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
+	}
+	if *fanout > 0 {
+		return withCPUProfile(*cpuprofile, func() error {
+			return runFanout(ctx, fanoutOptions{subscribers: *fanout, events: *events, interval: *interval, floor: *floorOnly}, stdout)
+		})
 	}
 
 	fake := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -107,25 +128,34 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "  added by sampled:      p50 %8s  p99 %8s   (targets: p50 <= 300µs, p99 <= 1ms)\n",
 		p(tl, .50)-p(dl, .50), p(tl, .99)-p(dl, .99))
 
-	if *cpuprofile != "" {
-		f, err := os.Create(*cpuprofile)
-		if err != nil {
-			return err
+	return withCPUProfile(*cpuprofile, func() error {
+		count, failed, elapsed := throughput(ctx, *c, *d, through)
+		fmt.Fprintf(stdout, "throughput through sampled at concurrency %d for %s\n", *c, *d)
+		fmt.Fprintf(stdout, "  %d requests, %d failed, %.0f requests/s   (target: >= 5000/s)\n",
+			count, failed, float64(count)/elapsed.Seconds())
+		if failed > 0 {
+			return fmt.Errorf("%d requests failed", failed)
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+		return nil
+	})
+}
+
+// withCPUProfile runs fn, writing a CPU profile of it to path if path is
+// not empty.
+func withCPUProfile(path string, fn func() error) error {
+	if path == "" {
+		return fn()
 	}
-	count, failed, elapsed := throughput(ctx, *c, *d, through)
-	fmt.Fprintf(stdout, "throughput through sampled at concurrency %d for %s\n", *c, *d)
-	fmt.Fprintf(stdout, "  %d requests, %d failed, %.0f requests/s   (target: >= 5000/s)\n",
-		count, failed, float64(count)/elapsed.Seconds())
-	if failed > 0 {
-		return fmt.Errorf("%d requests failed", failed)
+	f, err := os.Create(path)
+	if err != nil {
+		return err
 	}
-	return nil
+	defer f.Close()
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return err
+	}
+	defer pprof.StopCPUProfile()
+	return fn()
 }
 
 // serve starts srv on a loopback port.

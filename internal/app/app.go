@@ -98,6 +98,10 @@ func New(ctx context.Context, o Options) (*App, error) {
 	return a, nil
 }
 
+// Runs is the store of loop runs and their event logs; the benchmark
+// command publishes into it directly.
+func (a *App) Runs() *runs.Memory { return a.store }
+
 // Drain cancels running loops, which publish their terminal events, and
 // ends every event stream, so that an HTTP shutdown is not held up by them.
 func (a *App) Drain() {

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"bytes"
 	"net/http"
 	"strconv"
 	"time"
@@ -33,19 +34,26 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 	if err := sess.Flush(); err != nil {
 		return true
 	}
-	heartbeat := time.NewTicker(s.heartbeat)
-	defer heartbeat.Stop()
+	// The heartbeat is a plain channel fed by a timer function, not a
+	// ticker's channel: a goroutine blocking on a timer channel puts the
+	// timer in the runtime's heap and takes it out again on every wake-up,
+	// a cost paid per event per subscriber. The client going away needs no
+	// case of its own: it ends the subscription, which closes its channel.
+	heartbeat := make(chan struct{}, 1)
+	beat := time.AfterFunc(s.heartbeat, func() { heartbeat <- struct{}{} })
+	defer beat.Stop()
+	// Events are encoded into buf and written with one Write: the response
+	// writer's per-call costs are paid once per burst, not once per field.
+	var buf bytes.Buffer
 	for {
 		select {
 		case ev, ok := <-sub.Events():
-			// Write every event already queued, then flush once: a
-			// subscriber that fell behind catches up with one write.
+			// Encode every event already queued, then write and flush once:
+			// a subscriber that fell behind catches up with one write.
 			for ok {
 				msg := &sse.Message{ID: sse.ID(strconv.FormatInt(ev.ID, 10)), Type: sse.Type(ev.Name)}
 				msg.AppendData(string(ev.Data))
-				if sess.Send(msg) != nil {
-					return true
-				}
+				_, _ = msg.WriteTo(&buf) // a bytes.Buffer does not fail
 				select {
 				case ev, ok = <-sub.Events():
 					continue
@@ -53,7 +61,9 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 				}
 				break
 			}
-			if sess.Flush() != nil {
+			_, err := w.Write(buf.Bytes())
+			buf.Reset()
+			if err != nil || sess.Flush() != nil {
 				return true
 			}
 			if !ok {
@@ -61,14 +71,13 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 				// closed, or the client went away.
 				return r.Context().Err() != nil
 			}
-		case <-heartbeat.C:
+		case <-heartbeat:
 			hb := &sse.Message{}
 			hb.AppendComment("heartbeat")
 			if sess.Send(hb) != nil || sess.Flush() != nil {
 				return true
 			}
-		case <-r.Context().Done():
-			return true
+			beat.Reset(s.heartbeat)
 		}
 	}
 }

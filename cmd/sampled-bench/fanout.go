@@ -1,0 +1,261 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/sampled/sampled/internal/app"
+)
+
+// fanoutOptions configure the SSE fan-out measurement.
+type fanoutOptions struct {
+	subscribers int
+	events      int
+	interval    time.Duration
+	floor       bool // bare TCP instead of sampled, same bytes and client
+}
+
+// fanoutResult is what the client process reports, in nanoseconds.
+type fanoutResult struct {
+	Events  int      `json:"events"`
+	Read    [3]int64 `json:"read"`    // p50, p99, max: publish → client read it
+	Arrival [3]int64 `json:"arrival"` // p50, p99, max: publish → in the client's socket
+}
+
+// publisher is the side under measurement: sampled, or the bare TCP floor.
+type publisher interface {
+	url() string
+	subscribers() int
+	publish(i int, data []byte, last bool) error
+	close()
+}
+
+// runFanout measures the delivery of events from one run to many SSE
+// subscribers. The subscribers live in a separate process (this program,
+// re-run with -fanout-client) so that the service's heap and CPU are its
+// own. Events are published every interval, with the publish time in them;
+// the client records when each reached its socket (the kernel's receive
+// timestamp) and when it read it.
+func runFanout(ctx context.Context, o fanoutOptions, stdout io.Writer) error {
+	var (
+		pub publisher
+		err error
+	)
+	if o.floor {
+		pub, err = startFloor()
+	} else {
+		pub, err = startService(ctx)
+	}
+	if err != nil {
+		return err
+	}
+	defer pub.close()
+
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, exe, "-fanout-client", pub.url(),
+		"-fanout", strconv.Itoa(o.subscribers), "-events", strconv.Itoa(o.events))
+	cmd.Stdout, cmd.Stderr = &out, os.Stderr
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+
+	// Wait for every subscriber, polling the service's own count.
+	deadline := time.Now().Add(time.Minute)
+	for pub.subscribers() < o.subscribers {
+		select {
+		case err := <-exited:
+			return fmt.Errorf("client exited before subscribing: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			_ = cmd.Process.Kill()
+			return fmt.Errorf("%d of %d subscribers after a minute", pub.subscribers(), o.subscribers)
+		}
+	}
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	goroutines := runtime.NumGoroutine()
+
+	tick := time.NewTicker(o.interval)
+	for i := range o.events {
+		<-tick.C
+		data := []byte(`{"t":` + strconv.FormatInt(time.Now().UnixNano(), 10) + `}`)
+		if err := pub.publish(i, data, i == o.events-1); err != nil {
+			tick.Stop()
+			_ = cmd.Process.Kill()
+			return err
+		}
+	}
+	tick.Stop()
+	if err := <-exited; err != nil {
+		return fmt.Errorf("client: %v", err)
+	}
+	var res fanoutResult
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
+		return fmt.Errorf("client output %q: %v", out.String(), err)
+	}
+	what := "sampled"
+	if o.floor {
+		what = "bare TCP (floor)"
+	}
+	ms2 := func(ns int64) string { return fmt.Sprintf("%6.2fms", float64(ns)/1e6) }
+	fmt.Fprintf(stdout, "SSE fan-out through %s: %d subscribers (separate process), %d events %s apart, %d deliveries\n",
+		what, o.subscribers, o.events, o.interval, res.Events)
+	fmt.Fprintf(stdout, "  heap in use with every subscriber connected: %.1f MiB, %d goroutines\n",
+		float64(ms.HeapInuse)/(1<<20), goroutines)
+	fmt.Fprintf(stdout, "  publish -> in the client's socket:  p50 %s  p99 %s  max %s   (target: p99 <= 10ms)\n",
+		ms2(res.Arrival[0]), ms2(res.Arrival[1]), ms2(res.Arrival[2]))
+	fmt.Fprintf(stdout, "  publish -> read by the client:      p50 %s  p99 %s  max %s\n",
+		ms2(res.Read[0]), ms2(res.Read[1]), ms2(res.Read[2]))
+	return nil
+}
+
+// service is sampled on the offline provider, with one run whose event log
+// the benchmark appends to.
+type service struct {
+	a    *app.App
+	addr string
+	stop func()
+}
+
+const fanoutRun = "loop_fanout"
+
+func startService(ctx context.Context) (*service, error) {
+	a, err := app.New(ctx, app.Options{Getenv: func(string) string { return "" }})
+	if err != nil {
+		return nil, err
+	}
+	if err := a.Runs().Create(ctx, fanoutRun, json.RawMessage(`{"status":"running"}`)); err != nil {
+		a.Close()
+		return nil, err
+	}
+	u, stop, err := serve(&http.Server{Handler: a.Handler, ReadHeaderTimeout: 10 * time.Second})
+	if err != nil {
+		a.Close()
+		return nil, err
+	}
+	return &service{a: a, addr: u, stop: stop}, nil
+}
+
+func (s *service) url() string      { return s.addr + "/v1/loops/" + fanoutRun + "/events" }
+func (s *service) subscribers() int { return s.a.Runs().Subscribers() }
+func (s *service) publish(_ int, data []byte, last bool) error {
+	_, err := s.a.Runs().Append(context.Background(), fanoutRun, "bench", data, last)
+	return err
+}
+func (s *service) close() { s.a.Close(); s.stop() }
+
+// floor serves the same SSE bytes over bare TCP: a goroutine per connection
+// and one write per event, with no HTTP server, no router, no event log. It
+// shows what this machine's sockets allow, for comparison.
+type floor struct {
+	ln   net.Listener
+	mu   sync.Mutex
+	subs []chan []byte
+}
+
+func startFloor() (*floor, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	f := &floor{ln: ln}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go f.serveConn(c)
+		}
+	}()
+	return f, nil
+}
+
+func (f *floor) serveConn(c net.Conn) {
+	defer c.Close()
+	r := bufio.NewReader(c)
+	for { // the request head, up to its empty line
+		line, err := r.ReadString('\n')
+		if err != nil {
+			return
+		}
+		if line == "\r\n" {
+			break
+		}
+	}
+	if _, err := io.WriteString(c, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n"); err != nil {
+		return
+	}
+	ch := make(chan []byte, 256)
+	f.mu.Lock()
+	f.subs = append(f.subs, ch)
+	f.mu.Unlock()
+	for frame := range ch {
+		if _, err := c.Write(frame); err != nil {
+			return
+		}
+	}
+}
+
+func (f *floor) url() string { return "http://" + f.ln.Addr().String() + "/events" }
+func (f *floor) subscribers() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.subs)
+}
+func (f *floor) publish(i int, data []byte, last bool) error {
+	ev := fmt.Sprintf("id: %d\nevent: bench\ndata: %s\n\n", i+1, data)
+	frame := []byte(fmt.Sprintf("%x\r\n%s\r\n", len(ev), ev))
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, ch := range f.subs {
+		select {
+		case ch <- frame:
+		default:
+			return errors.New("floor: a subscriber fell behind")
+		}
+		if last {
+			close(ch)
+		}
+	}
+	return nil
+}
+func (f *floor) close() { f.ln.Close() }
+
+// fanoutFlags are the flags of the client process.
+func fanoutClientMain(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("sampled-bench -fanout-client", flag.ContinueOnError)
+	url := fs.String("fanout-client", "", "events URL")
+	n := fs.Int("fanout", 1000, "subscribers")
+	events := fs.Int("events", 50, "events per subscriber")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	res, err := subscribeAll(*url, *n, *events, 2*time.Minute)
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(stdout).Encode(res)
+}
