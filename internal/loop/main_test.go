@@ -245,7 +245,7 @@ func (w *watcher) next() (event, bool) {
 			w.ended = true
 			return event{}, false
 		}
-		d := decodeEvent(w.t, ev)
+		d := decodeEvent(w.t, *ev)
 		w.seen = append(w.seen, d)
 		return d, true
 	case <-w.timer.C:

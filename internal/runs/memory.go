@@ -68,7 +68,7 @@ type expiry struct {
 type memRun struct {
 	mu         sync.Mutex
 	snapshot   json.RawMessage
-	events     []Event // the retained window: contiguous ids ending at last
+	events     []*Event // the retained window: contiguous ids ending at last
 	last       int64   // id of the last event appended; 0 before the first
 	finished   bool
 	finishedAt time.Time
@@ -155,7 +155,9 @@ func (m *Memory) Append(_ context.Context, id, name string, data json.RawMessage
 		return Event{}, fmt.Errorf("runs: append to %q: %w", id, ErrFinished)
 	}
 	r.last++
-	ev := Event{ID: r.last, Name: name, Data: clone(data)}
+	// One Event per append, shared by the log and every subscriber:
+	// a subscription buffers pointers, not copies.
+	ev := &Event{ID: r.last, Name: name, Data: clone(data)}
 	if len(r.events) >= m.maxEvents {
 		n := len(r.events) - m.maxEvents + 1
 		clear(r.events[:n]) // let the dropped payloads be collected
@@ -188,7 +190,7 @@ func (m *Memory) Append(_ context.Context, id, name string, data json.RawMessage
 		m.scheduleExpiry(id, r, now.Add(m.ttl))
 	}
 	m.sweep(now)
-	return ev, nil
+	return *ev, nil
 }
 
 // Subscribe replays the retained events with ID > after (after < 0 counts
@@ -212,15 +214,15 @@ func (m *Memory) Subscribe(ctx context.Context, id string, after int64) (*Subscr
 	if after < r.last && after+1 < first {
 		return nil, fmt.Errorf("runs: subscribe to %q after %d (oldest kept is %d): %w", id, after, first, ErrExpired)
 	}
-	var replay []Event
+	var replay []*Event
 	if after < r.last {
 		replay = r.events[after+1-first:]
 	}
 	s := &Subscription{after: after, m: m, r: r}
 	if r.finished {
-		s.ch = make(chan Event, len(replay))
+		s.ch = make(chan *Event, len(replay))
 	} else {
-		s.ch = make(chan Event, len(replay)+m.buffer)
+		s.ch = make(chan *Event, len(replay)+m.buffer)
 	}
 	for _, ev := range replay {
 		s.ch <- ev // never blocks: the channel has room for the replay
@@ -367,7 +369,7 @@ func clone(b json.RawMessage) json.RawMessage {
 // then live ones, on one channel. Get one from Subscribe; the zero value is
 // not usable.
 type Subscription struct {
-	ch    chan Event
+	ch    chan *Event
 	after int64 // live events with ID <= after are skipped
 	m     *Memory
 	r     *memRun     // its mu guards err and stop
@@ -378,7 +380,7 @@ type Subscription struct {
 // Events returns the channel of events. It is closed after the terminal
 // event, when the subscription's ctx ends, on Close, or when the subscriber
 // fell too far behind (see Err).
-func (s *Subscription) Events() <-chan Event {
+func (s *Subscription) Events() <-chan *Event {
 	return s.ch
 }
 

@@ -79,7 +79,7 @@ func newRun(t testing.TB, m *Memory, id string, n int64, finished bool) []Event 
 func drain(s *Subscription) []Event {
 	var evs []Event
 	for ev := range s.Events() {
-		evs = append(evs, ev)
+		evs = append(evs, *ev)
 	}
 	return evs
 }
@@ -93,7 +93,7 @@ func read(t *testing.T, s *Subscription, n int) []Event {
 		if !ok {
 			t.Fatalf("channel closed after %d of %d events (err %v)", len(evs), n, s.Err())
 		}
-		evs = append(evs, ev)
+		evs = append(evs, *ev)
 	}
 	return evs
 }
@@ -429,7 +429,7 @@ func TestReconnect(t *testing.T) {
 						done = true
 						break
 					}
-					got = append(got, ev)
+					got = append(got, *ev)
 					last = ev.ID
 					setProgress(last)
 				}
@@ -530,7 +530,7 @@ func TestSlowSubscriber(t *testing.T) {
 			go func() {
 				defer close(got)
 				for ev := range fast.Events() {
-					got <- ev
+					got <- *ev
 				}
 			}()
 

@@ -20,7 +20,8 @@ import (
 )
 
 // Event is one event of a run's log. IDs start at 1 and increase by 1 per
-// run. Data is shared by every subscriber of the run: treat it as read-only.
+// run. A subscription delivers the log's own Event to every subscriber:
+// treat it, Data included, as read-only.
 type Event struct {
 	// ID is the event's position in its run's log, from 1.
 	ID int64 `json:"id"`
