@@ -881,7 +881,7 @@ type flushTimer struct {
 }
 
 func (f *flushTimer) Write(p []byte) (int, error) {
-	prefix := []byte(`{"t":`) // go-sse writes a field name and its value separately
+	prefix := []byte(`{"t":`) // one write may hold several events
 	for rest := p; ; {
 		i := bytes.Index(rest, prefix)
 		if i < 0 {

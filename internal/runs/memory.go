@@ -69,7 +69,7 @@ type memRun struct {
 	mu         sync.Mutex
 	snapshot   json.RawMessage
 	events     []*Event // the retained window: contiguous ids ending at last
-	last       int64   // id of the last event appended; 0 before the first
+	last       int64    // id of the last event appended; 0 before the first
 	finished   bool
 	finishedAt time.Time
 	subs       map[*Subscription]struct{}
