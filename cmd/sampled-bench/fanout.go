@@ -244,7 +244,8 @@ func (f *floor) publish(i int, data []byte, last bool) error {
 }
 func (f *floor) close() { f.ln.Close() }
 
-// fanoutFlags are the flags of the client process.
+// fanoutClientMain is the client process of runFanout: it subscribes, reads
+// every event and prints a fanoutResult as JSON.
 func fanoutClientMain(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("sampled-bench -fanout-client", flag.ContinueOnError)
 	url := fs.String("fanout-client", "", "events URL")
