@@ -99,7 +99,12 @@ func runFanout(ctx context.Context, o fanoutOptions, stdout io.Writer) error {
 
 	tick := time.NewTicker(o.interval)
 	for i := range o.events {
-		<-tick.C
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			tick.Stop()
+			return ctx.Err()
+		}
 		data := []byte(`{"t":` + strconv.FormatInt(time.Now().UnixNano(), 10) + `}`)
 		if err := pub.publish(i, data, i == o.events-1); err != nil {
 			tick.Stop()
