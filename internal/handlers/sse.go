@@ -9,6 +9,9 @@ import (
 	sse "github.com/tmaxmax/go-sse"
 )
 
+// maxStreamBatch bounds the bytes a stream encodes before it writes them.
+const maxStreamBatch = 32 << 10
+
 // streamEvents writes a run's events with id > after as SSE, follows live
 // events and returns after the terminal event, when the client goes away,
 // or when the client fell too far behind (it can resume by id). It reports
@@ -54,6 +57,12 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 				msg := &sse.Message{ID: sse.ID(strconv.FormatInt(ev.ID, 10)), Type: sse.Type(ev.Name)}
 				msg.AppendData(string(ev.Data))
 				_, _ = msg.WriteTo(&buf) // a bytes.Buffer does not fail
+				if buf.Len() >= maxStreamBatch { // a long replay: bounded memory
+					if _, err := w.Write(buf.Bytes()); err != nil {
+						return true
+					}
+					buf.Reset()
+				}
 				select {
 				case ev, ok = <-sub.Events():
 					continue
