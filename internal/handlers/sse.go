@@ -56,8 +56,9 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 			for ok {
 				msg := &sse.Message{ID: sse.ID(strconv.FormatInt(ev.ID, 10)), Type: sse.Type(ev.Name)}
 				msg.AppendData(string(ev.Data))
-				_, _ = msg.WriteTo(&buf)         // a bytes.Buffer does not fail
-				if buf.Len() >= maxStreamBatch { // a long replay: bounded memory
+				_, _ = msg.WriteTo(&buf) // a bytes.Buffer does not fail
+				// A long replay is written in batches: bounded memory.
+				if buf.Len() >= maxStreamBatch {
 					if _, err := w.Write(buf.Bytes()); err != nil {
 						return true
 					}
