@@ -79,40 +79,18 @@ func runFanout(ctx context.Context, o fanoutOptions, stdout io.Writer) error {
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 
-	// Wait for every subscriber, polling the service's own count.
-	deadline := time.Now().Add(time.Minute)
-	for pub.subscribers() < o.subscribers {
-		select {
-		case err := <-exited:
-			return fmt.Errorf("client exited before subscribing: %v", err)
-		case <-time.After(10 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			_ = cmd.Process.Kill()
-			return fmt.Errorf("%d of %d subscribers after a minute", pub.subscribers(), o.subscribers)
-		}
+	if err := waitSubscribers(pub, o.subscribers, exited); err != nil {
+		_ = cmd.Process.Kill()
+		return err
 	}
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
 	goroutines := runtime.NumGoroutine()
-
-	tick := time.NewTicker(o.interval)
-	for i := range o.events {
-		select {
-		case <-tick.C:
-		case <-ctx.Done():
-			tick.Stop()
-			return ctx.Err()
-		}
-		data := []byte(`{"t":` + strconv.FormatInt(time.Now().UnixNano(), 10) + `}`)
-		if err := pub.publish(i, data, i == o.events-1); err != nil {
-			tick.Stop()
-			_ = cmd.Process.Kill()
-			return err
-		}
+	if err := publishPaced(ctx, pub, o.events, o.interval); err != nil {
+		_ = cmd.Process.Kill()
+		return err
 	}
-	tick.Stop()
 	if err := <-exited; err != nil {
 		return fmt.Errorf("client: %v", err)
 	}
@@ -133,6 +111,43 @@ func runFanout(ctx context.Context, o fanoutOptions, stdout io.Writer) error {
 		ms2(res.Arrival[0]), ms2(res.Arrival[1]), ms2(res.Arrival[2]))
 	fmt.Fprintf(stdout, "  publish -> read by the client:      p50 %s  p99 %s  max %s\n",
 		ms2(res.Read[0]), ms2(res.Read[1]), ms2(res.Read[2]))
+	return nil
+}
+
+// waitSubscribers polls pub's own count until it has n subscribers. A
+// value on ended (the client giving up) or a minute without them is an
+// error.
+func waitSubscribers(pub publisher, n int, ended <-chan error) error {
+	deadline := time.Now().Add(time.Minute)
+	for pub.subscribers() < n {
+		select {
+		case err := <-ended:
+			return fmt.Errorf("client ended before subscribing: %v", err)
+		case <-time.After(10 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d of %d subscribers after a minute", pub.subscribers(), n)
+		}
+	}
+	return nil
+}
+
+// publishPaced publishes events events, interval apart, each holding its
+// publish time as {"t":<Unix ns>}; the last one is terminal.
+func publishPaced(ctx context.Context, pub publisher, events int, interval time.Duration) error {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	for i := range events {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		data := []byte(`{"t":` + strconv.FormatInt(time.Now().UnixNano(), 10) + `}`)
+		if err := pub.publish(i, data, i == events-1); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

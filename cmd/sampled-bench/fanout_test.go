@@ -31,38 +31,28 @@ func TestFanoutClient(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer pub.close()
-			type result struct {
-				res fanoutResult
-				err error
-			}
-			done := make(chan result, 1)
+			var res fanoutResult
+			ended := make(chan error, 1)
 			go func() {
-				res, err := subscribeAll(pub.url(), subscribers, events, 30*time.Second)
-				done <- result{res, err}
+				var err error
+				res, err = subscribeAll(pub.url(), subscribers, events, 30*time.Second)
+				ended <- err
 			}()
-			for pub.subscribers() < subscribers {
-				select {
-				case r := <-done:
-					t.Fatalf("client ended before subscribing: %v", r.err)
-				case <-time.After(5 * time.Millisecond):
-				}
+			if err := waitSubscribers(pub, subscribers, ended); err != nil {
+				t.Fatal(err)
 			}
-			for i := range events {
-				data := []byte(`{"t":` + strconv.FormatInt(time.Now().UnixNano(), 10) + `}`)
-				if err := pub.publish(i, data, i == events-1); err != nil {
-					t.Fatal(err)
-				}
+			if err := publishPaced(context.Background(), pub, events, time.Millisecond); err != nil {
+				t.Fatal(err)
 			}
-			r := <-done
-			if r.err != nil {
-				t.Fatal(r.err)
+			if err := <-ended; err != nil {
+				t.Fatal(err)
 			}
-			if r.res.Events != subscribers*events {
-				t.Fatalf("%d deliveries, want %d", r.res.Events, subscribers*events)
+			if res.Events != subscribers*events {
+				t.Fatalf("%d deliveries, want %d", res.Events, subscribers*events)
 			}
 			for i := range 3 {
-				if r.res.Arrival[i] <= 0 || r.res.Arrival[i] > r.res.Read[i] {
-					t.Fatalf("arrival %v, read %v: want 0 < arrival <= read", r.res.Arrival, r.res.Read)
+				if res.Arrival[i] <= 0 || res.Arrival[i] > res.Read[i] {
+					t.Fatalf("arrival %v, read %v: want 0 < arrival <= read", res.Arrival, res.Read)
 				}
 			}
 		})
