@@ -22,6 +22,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/sampled/sampled/internal/app"
+	"github.com/sampled/sampled/internal/tools/mcptest"
 )
 
 // needProgram returns the path of an outside program, skipping the test
@@ -70,9 +71,9 @@ func TestDashboardAndAlertsAgainstPrometheus(t *testing.T) {
 	dir := t.TempDir()
 	down := freeAddr(t) // nothing listens there: calls fail with a 502
 	// The test MCP server, for a tool that fails.
-	bin := filepath.Join(dir, "mcpserver")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/sampled/sampled/internal/tools/testdata/mcpserver").CombinedOutput(); err != nil {
-		t.Fatalf("build the test MCP server: %v\n%s", err, out)
+	bin, err := mcptest.BuildServer(dir)
+	if err != nil {
+		t.Fatal(err)
 	}
 	cfg := fmt.Sprintf("mcpServers:\n  test:\n    command: %q\n", bin) + fmt.Sprintf("providers:\n  - name: openai\n    type: openai\n    endpoint: %s/v1\n    models:\n      - name: gpt-4o-mini\n"+
 		"  - name: down\n    type: openai\n    endpoint: http://%s/v1\n    models:\n      - name: gone\n", up.URL, down)

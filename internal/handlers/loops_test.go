@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -27,6 +26,7 @@ import (
 	"github.com/sampled/sampled/internal/config"
 	"github.com/sampled/sampled/internal/runs"
 	"github.com/sampled/sampled/internal/sampler"
+	"github.com/sampled/sampled/internal/tools/mcptest"
 )
 
 // loopWait bounds every wait of the loop tests: generous, for -race on a
@@ -281,19 +281,9 @@ func markerIs(path, want string) func() bool {
 	}
 }
 
-// buildMCPServer builds the test MCP server into dir.
-func buildMCPServer(dir string) (string, error) {
-	bin := filepath.Join(dir, "mcpserver")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/sampled/sampled/internal/tools/testdata/mcpserver").CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build mcpserver: %v\n%s", err, out)
-	}
-	return bin, nil
-}
-
 func TestLoopEvents(t *testing.T) {
 	// The test MCP server is built once, when a case first needs it.
-	mcpServer := sync.OnceValues(func() (string, error) { return buildMCPServer(t.TempDir()) })
+	mcpServer := sync.OnceValues(func() (string, error) { return mcptest.BuildServer(t.TempDir()) })
 	mcp := func(t *testing.T) string {
 		t.Helper()
 		bin, err := mcpServer()

@@ -20,6 +20,7 @@ import (
 	"github.com/sampled/sampled/internal/runs"
 	"github.com/sampled/sampled/internal/sampler"
 	"github.com/sampled/sampled/internal/tools"
+	"github.com/sampled/sampled/internal/tools/mcptest"
 )
 
 var stdTools = []string{"std__calculate", "std__json_query", "std__now", "std__text_stats"}
@@ -478,7 +479,7 @@ func TestTimeout(t *testing.T) {
 	if n := len(f.requests()); n != 1 {
 		t.Errorf("the model got %d requests, want 1", n)
 	}
-	pollFile(t, marker, "cancelled")
+	mcptest.PollFile(t, marker, "cancelled", waitTimeout)
 	if snap := snapshot(t, store, id); snap.Status != loop.StatusTimeout || snap.Error != d.Error {
 		t.Errorf("snapshot = %+v", snap)
 	}
@@ -503,7 +504,7 @@ func TestToolTimeout(t *testing.T) {
 	if d := last(evs); d.Status != loop.StatusCompleted || d.Result != "never mind" {
 		t.Errorf("loop.completed = %s", evs[len(evs)-1].Raw)
 	}
-	pollFile(t, marker, "cancelled")
+	mcptest.PollFile(t, marker, "cancelled", waitTimeout)
 }
 
 // slowLoop starts a loop whose model calls test__slow for a minute and
@@ -524,7 +525,7 @@ func slowLoop(t *testing.T, ctx context.Context) (e *loop.Engine, m *metrics.Met
 	w = watch(t, store, id)
 	w.until("tool.started", func(ev event) bool { return ev.Name == loop.EventToolStarted })
 	// tool.started precedes the call; wait until the server runs it.
-	pollFile(t, marker, "started")
+	mcptest.PollFile(t, marker, "started", waitTimeout)
 	return e, m, w, id, marker
 }
 
@@ -546,7 +547,7 @@ func checkCancelled(t *testing.T, evs []event, marker string) {
 	if d := last(evs); d.Status != loop.StatusCancelled || d.Success || d.Error != "cancelled" {
 		t.Errorf("loop.completed = %s", evs[len(evs)-1].Raw)
 	}
-	pollFile(t, marker, "cancelled")
+	mcptest.PollFile(t, marker, "cancelled", waitTimeout)
 }
 
 // TestCancel cancels a loop while its tool runs.

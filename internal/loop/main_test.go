@@ -9,8 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -27,6 +25,7 @@ import (
 	"github.com/sampled/sampled/internal/sampler/offline"
 	"github.com/sampled/sampled/internal/sampler/openai"
 	"github.com/sampled/sampled/internal/tools"
+	"github.com/sampled/sampled/internal/tools/mcptest"
 )
 
 // waitTimeout bounds every wait for something that must happen; generous
@@ -43,14 +42,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	mcpServerBin = sync.OnceValues(func() (string, error) {
-		bin := filepath.Join(dir, "mcpserver")
-		out, err := exec.Command("go", "build", "-o", bin, "github.com/sampled/sampled/internal/tools/testdata/mcpserver").CombinedOutput()
-		if err != nil {
-			return "", fmt.Errorf("go build mcpserver: %v\n%s", err, out)
-		}
-		return bin, nil
-	})
+	mcpServerBin = sync.OnceValues(func() (string, error) { return mcptest.BuildServer(dir) })
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
 		_ = os.RemoveAll(dir)
 		os.Exit(code)
@@ -332,24 +324,6 @@ func snapshot(t testing.TB, store *runs.Memory, id string) loop.Snapshot {
 		t.Fatalf("snapshot: %v\n%s", err, b)
 	}
 	return s
-}
-
-// pollFile waits until the file holds want (it is written by another
-// process, which cannot signal).
-func pollFile(t testing.TB, path, want string) {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	var got []byte
-	for time.Now().Before(deadline) {
-		got, _ = os.ReadFile(path)
-		if string(got) == want {
-			return
-		}
-		<-tick.C
-	}
-	t.Fatalf("%s holds %q, want %q", path, got, want)
 }
 
 // The fake OpenAI upstream.

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sampled/sampled/internal/config"
+	"github.com/sampled/sampled/internal/tools/mcptest"
 )
 
 // TestClose checks that Close ends every goroutine the registry started
@@ -61,7 +62,7 @@ func TestClose(t *testing.T) {
 		_, err := r.Call(ctx, "one__slow", args)
 		errc <- err
 	}()
-	pollFile(t, marker, "started")
+	mcptest.PollFile(t, marker, "started", waitTimeout)
 
 	if err := r.Close(); err != nil {
 		t.Fatalf("Close: %v", err)

@@ -5,12 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/sampled/sampled/internal/tools/mcptest"
 	"go.uber.org/goleak"
 )
 
@@ -24,14 +23,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	testServerBin = sync.OnceValues(func() (string, error) {
-		bin := filepath.Join(dir, "mcpserver")
-		out, err := exec.Command("go", "build", "-o", bin, "./testdata/mcpserver").CombinedOutput()
-		if err != nil {
-			return "", fmt.Errorf("go build ./testdata/mcpserver: %v\n%s", err, out)
-		}
-		return bin, nil
-	})
+	testServerBin = sync.OnceValues(func() (string, error) { return mcptest.BuildServer(dir) })
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
 		_ = os.RemoveAll(dir)
 		os.Exit(code)

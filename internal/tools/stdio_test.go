@@ -18,25 +18,8 @@ import (
 	"github.com/sampled/sampled/internal/config"
 	"github.com/sampled/sampled/internal/metrics"
 	"github.com/sampled/sampled/internal/sampler"
+	"github.com/sampled/sampled/internal/tools/mcptest"
 )
-
-// pollFile waits until the file holds want, checking every 10ms until a
-// deadline (the file is written by another process, which cannot signal).
-func pollFile(t *testing.T, path, want string) {
-	t.Helper()
-	deadline := time.Now().Add(waitTimeout)
-	tick := time.NewTicker(10 * time.Millisecond)
-	defer tick.Stop()
-	var got []byte
-	for time.Now().Before(deadline) {
-		got, _ = os.ReadFile(path)
-		if string(got) == want {
-			return
-		}
-		<-tick.C
-	}
-	t.Fatalf("%s holds %q, want %q", path, got, want)
-}
 
 func TestStdio(t *testing.T) {
 	t.Parallel()
@@ -146,12 +129,12 @@ func TestStdio(t *testing.T) {
 			_, err := r.Call(ctx, "stdio__slow", args)
 			errc <- err
 		}()
-		pollFile(t, marker, "started")
+		mcptest.PollFile(t, marker, "started", waitTimeout)
 		cancel()
 		if err := <-errc; !errors.Is(err, context.Canceled) {
 			t.Errorf("Call = %v, want context.Canceled", err)
 		}
-		pollFile(t, marker, "cancelled")
+		mcptest.PollFile(t, marker, "cancelled", waitTimeout)
 	})
 
 	t.Run("crash and reconnect", func(t *testing.T) {
