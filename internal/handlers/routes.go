@@ -13,7 +13,7 @@ func (s *server) routes() http.Handler {
 
 	r.Get("/healthz", s.handleHealthz)
 	r.Get("/readyz", s.handleReadyz)
-	r.Get("/metrics", s.handleMetrics)
+	r.Method(http.MethodGet, "/metrics", s.metricsHandler)
 	r.Get("/openapi.yaml", s.handleOpenAPI)
 
 	r.Get("/v1/models", s.handleModels)

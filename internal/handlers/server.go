@@ -50,22 +50,22 @@ type Config struct {
 }
 
 type server struct {
-	mux       *chi.Mux
-	sampler   *sampler.Service
-	metrics   *metrics.Metrics
-	gatherer  prometheus.Gatherer
-	log       *slog.Logger
-	maxBody   int64
-	ready     func(ctx context.Context) error
-	loops     Loops
-	runs      Runs
-	tools     Tools
-	heartbeat time.Duration
+	mux            *chi.Mux
+	sampler        *sampler.Service
+	metrics        *metrics.Metrics
+	metricsHandler http.Handler // serves /metrics from the Gatherer
+	log            *slog.Logger
+	maxBody        int64
+	ready          func(ctx context.Context) error
+	loops          Loops
+	runs           Runs
+	tools          Tools
+	heartbeat      time.Duration
 }
 
 // New returns the service's HTTP handler.
 func New(c Config) http.Handler {
-	s := &server{mux: chi.NewRouter(), sampler: c.Sampler, metrics: c.Metrics, gatherer: c.Gatherer, log: c.Logger, maxBody: c.MaxBodyBytes, ready: c.Ready,
+	s := &server{mux: chi.NewRouter(), sampler: c.Sampler, metrics: c.Metrics, log: c.Logger, maxBody: c.MaxBodyBytes, ready: c.Ready,
 		loops: c.Loops, runs: c.Runs, tools: c.Tools, heartbeat: c.Heartbeat}
 	if s.heartbeat <= 0 {
 		s.heartbeat = 15 * time.Second
@@ -73,9 +73,11 @@ func New(c Config) http.Handler {
 	if s.metrics == nil {
 		s.metrics = metrics.New(nil)
 	}
-	if s.gatherer == nil {
-		s.gatherer = prometheus.NewRegistry()
+	gatherer := c.Gatherer
+	if gatherer == nil {
+		gatherer = prometheus.NewRegistry()
 	}
+	s.metricsHandler = promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{})
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -345,10 +347,6 @@ func (s *server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
-}
-
-func (s *server) handleMetrics(w http.ResponseWriter, r *http.Request) {
-	promhttp.HandlerFor(s.gatherer, promhttp.HandlerOpts{}).ServeHTTP(w, r)
 }
 
 func (s *server) handleOpenAPI(w http.ResponseWriter, r *http.Request) {
