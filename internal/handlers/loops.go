@@ -136,12 +136,17 @@ func (s *server) handleGetLoop(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, loopError(id, err))
 		return
 	}
-	var m map[string]any
+	// The snapshot's members pass through as they are (numbers keep every
+	// digit); only links is added.
+	var m map[string]json.RawMessage
 	if err := json.Unmarshal(snap, &m); err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	m["links"] = links(id)
+	if m["links"], err = json.Marshal(links(id)); err != nil {
+		s.writeError(w, r, err)
+		return
+	}
 	s.writeJSON(w, http.StatusOK, m)
 }
 
