@@ -34,6 +34,8 @@ type fanoutResult struct {
 	Events  int      `json:"events"`
 	Read    [3]int64 `json:"read"`    // p50, p99, max: publish → client read it
 	Arrival [3]int64 `json:"arrival"` // p50, p99, max: publish → in the client's socket
+	Last    [3]int64 `json:"last"`    // p50, p99, max over events: publish → its last arrival
+	CPU     int64    `json:"cpu"`     // the client's CPU time while reading
 }
 
 // publisher is the side under measurement: sampled, or the bare TCP floor.
@@ -86,7 +88,14 @@ func runFanout(ctx context.Context, o fanoutOptions, stdout io.Writer) error {
 	runtime.GC()
 	var ms runtime.MemStats
 	runtime.ReadMemStats(&ms)
+	heap := ms.HeapInuse
 	goroutines := runtime.NumGoroutine()
+	cpu0, err := cpuTime()
+	if err != nil {
+		_ = cmd.Process.Kill()
+		return err
+	}
+	gcs := ms.NumGC
 	if err := publishPaced(ctx, pub, o.events, o.interval); err != nil {
 		_ = cmd.Process.Kill()
 		return err
@@ -94,6 +103,11 @@ func runFanout(ctx context.Context, o fanoutOptions, stdout io.Writer) error {
 	if err := <-exited; err != nil {
 		return fmt.Errorf("client: %v", err)
 	}
+	cpu1, err := cpuTime()
+	if err != nil {
+		return err
+	}
+	runtime.ReadMemStats(&ms)
 	var res fanoutResult
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
 		return fmt.Errorf("client output %q: %v", out.String(), err)
@@ -106,11 +120,16 @@ func runFanout(ctx context.Context, o fanoutOptions, stdout io.Writer) error {
 	fmt.Fprintf(stdout, "SSE fan-out through %s: %d subscribers (separate process), %d events %s apart, %d deliveries\n",
 		what, o.subscribers, o.events, o.interval, res.Events)
 	fmt.Fprintf(stdout, "  heap in use with every subscriber connected: %.1f MiB, %d goroutines\n",
-		float64(ms.HeapInuse)/(1<<20), goroutines)
+		float64(heap)/(1<<20), goroutines)
 	fmt.Fprintf(stdout, "  publish -> in the client's socket:  p50 %s  p99 %s  max %s   (target: p99 <= 10ms)\n",
 		ms2(res.Arrival[0]), ms2(res.Arrival[1]), ms2(res.Arrival[2]))
 	fmt.Fprintf(stdout, "  publish -> read by the client:      p50 %s  p99 %s  max %s\n",
 		ms2(res.Read[0]), ms2(res.Read[1]), ms2(res.Read[2]))
+	fmt.Fprintf(stdout, "  publish -> an event's last arrival: p50 %s  p99 %s  max %s   (over %d events)\n",
+		ms2(res.Last[0]), ms2(res.Last[1]), ms2(res.Last[2]), o.events)
+	us := func(ns int64) float64 { return float64(ns) / 1e3 / float64(max(res.Events, 1)) }
+	fmt.Fprintf(stdout, "  CPU per delivery: %.1fµs %s, %.1fµs client; %d GC cycles in %s while publishing\n",
+		us(cpu1-cpu0), what, us(res.CPU), ms.NumGC-gcs, what)
 	return nil
 }
 

@@ -76,7 +76,12 @@ func subscribeAll(rawURL string, n, events int, timeout time.Duration) (fanoutRe
 		}
 	}
 
+	cpu0, err := cpuTime()
+	if err != nil {
+		return res, err
+	}
 	read := make([]int64, 0, n*events)
+	last := make(map[int64]int64, events) // publish time → latest arrival
 	arrival := make([]int64, 0, n*events)
 	buf := make([]byte, 64<<10)
 	oob := make([]byte, syscall.CmsgSpace(16))
@@ -138,6 +143,7 @@ func subscribeAll(rawURL string, n, events int, timeout time.Duration) (fanoutRe
 					}
 					read = append(read, now-t)
 					arrival = append(arrival, arrived-t)
+					last[t] = max(last[t], arrived-t)
 					s.got++
 				}
 				s.pending = s.pending[i+1:]
@@ -152,7 +158,26 @@ func subscribeAll(rawURL string, n, events int, timeout time.Duration) (fanoutRe
 		slices.Sort(l)
 		return [3]int64{l[len(l)/2], l[len(l)*99/100], l[len(l)-1]}
 	}
+	cpu1, err := cpuTime()
+	if err != nil {
+		return res, err
+	}
+	spread := make([]int64, 0, len(last))
+	for _, d := range last {
+		spread = append(spread, d)
+	}
 	res.Events = len(read)
-	res.Read, res.Arrival = pct(read), pct(arrival)
+	res.Read, res.Arrival, res.Last = pct(read), pct(arrival), pct(spread)
+	res.CPU = cpu1 - cpu0
 	return res, nil
+}
+
+// cpuTime is the CPU time (user and system) this process used so far, in
+// nanoseconds.
+func cpuTime() (int64, error) {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0, err
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano(), nil
 }

@@ -4,18 +4,44 @@ import (
 	"bytes"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	sse "github.com/tmaxmax/go-sse"
+
+	"github.com/sampled/sampled/internal/runs"
 )
 
-// maxStreamBatch bounds the bytes a stream encodes before it writes them.
+// maxStreamBatch bounds the bytes a stream gathers before it writes them.
 const maxStreamBatch = 32 << 10
+
+// heartbeatComment is the SSE comment a stream sends when the heartbeat
+// interval passes.
+var heartbeatComment = func() []byte {
+	m := &sse.Message{}
+	m.AppendComment("heartbeat")
+	b, _ := m.MarshalText()
+	return b
+}()
+
+// encodeEvent is a run event as an SSE message.
+func encodeEvent(ev *runs.Event) []byte {
+	m := &sse.Message{ID: sse.ID(strconv.FormatInt(ev.ID, 10)), Type: sse.Type(ev.Name)}
+	m.AppendData(string(ev.Data))
+	b, _ := m.MarshalText() // an event ID and name from the store are valid
+	return b
+}
 
 // streamEvents writes a run's events with id > after as SSE, follows live
 // events and returns after the terminal event, when the client goes away,
 // or when the client fell too far behind (it can resume by id). It reports
 // whether it ended because the client went away.
+//
+// Its loop is what a published event costs per subscriber, so it is lean:
+// the event's bytes are encoded once for all subscribers (runs.Event.Wire),
+// events already queued are written with one Write, and the loop waits on
+// the subscription's channel alone. The heartbeat is written by its timer's
+// own goroutine, under the mutex that serializes writes.
 func (s *server) streamEvents(w http.ResponseWriter, r *http.Request, id string, after int64) (clientGone bool) {
 	sub, err := s.runs.Subscribe(r.Context(), id, after)
 	if err != nil {
@@ -37,57 +63,80 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 	if err := sess.Flush(); err != nil {
 		return true
 	}
-	// The heartbeat is a plain channel fed by a timer function, not a
-	// ticker's channel: a goroutine blocking on a timer channel puts the
-	// timer in the runtime's heap and takes it out again on every wake-up,
-	// a cost paid per event per subscriber. The client going away needs no
-	// case of its own: it ends the subscription, which closes its channel.
-	heartbeat := make(chan struct{}, 1)
-	beat := time.AfterFunc(s.heartbeat, func() { heartbeat <- struct{}{} })
-	defer beat.Stop()
-	// Events are encoded into buf and written with one Write: the response
-	// writer's per-call costs are paid once per burst, not once per field.
-	var buf bytes.Buffer
-	for {
-		select {
-		case ev, ok := <-sub.Events():
-			// Encode every event already queued, then write and flush once:
-			// a subscriber that fell behind catches up with one write.
-			for ok {
-				msg := &sse.Message{ID: sse.ID(strconv.FormatInt(ev.ID, 10)), Type: sse.Type(ev.Name)}
-				msg.AppendData(string(ev.Data))
-				_, _ = msg.WriteTo(&buf) // a bytes.Buffer does not fail
-				// A long replay is written in batches: bounded memory.
-				if buf.Len() >= maxStreamBatch {
-					if _, err := w.Write(buf.Bytes()); err != nil {
-						return true
-					}
-					buf.Reset()
+
+	var (
+		mu     sync.Mutex // serializes writes; guards failed and ended
+		failed bool       // a write failed: the client is gone
+		ended  bool       // streamEvents is returning: no more writes
+	)
+	write := func(b []byte) bool {
+		if _, err := w.Write(b); err != nil || sess.Flush() != nil {
+			failed = true
+		}
+		return !failed
+	}
+	mu.Lock() // the timer's function reads beat
+	var beat *time.Timer
+	beat = time.AfterFunc(s.heartbeat, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if ended || failed {
+			return
+		}
+		if !write(heartbeatComment) {
+			sub.Close() // ends the loop below
+			return
+		}
+		beat.Reset(s.heartbeat)
+	})
+	mu.Unlock()
+	defer func() {
+		mu.Lock()
+		ended = true
+		mu.Unlock()
+		beat.Stop()
+	}()
+
+	var batch bytes.Buffer
+	events := sub.Events()
+	for ev := range events {
+		b := ev.Wire(encodeEvent)
+		// Gather the events already queued (a replay, or a subscriber
+		// that fell behind) into one write, in batches of bounded size.
+		ok := true
+	gather:
+		for ok && len(b)+batch.Len() < maxStreamBatch {
+			select {
+			case next, more := <-events:
+				if !more {
+					ok = false
+					break gather
 				}
-				select {
-				case ev, ok = <-sub.Events():
-					continue
-				default:
-				}
-				break
+				batch.Write(b)
+				b = next.Wire(encodeEvent)
+			default:
+				break gather
 			}
-			_, err := w.Write(buf.Bytes())
-			buf.Reset()
-			if err != nil || sess.Flush() != nil {
-				return true
-			}
-			if !ok {
-				// Terminal event delivered, dropped as too slow, store
-				// closed, or the client went away.
-				return r.Context().Err() != nil
-			}
-		case <-heartbeat:
-			hb := &sse.Message{}
-			hb.AppendComment("heartbeat")
-			if sess.Send(hb) != nil || sess.Flush() != nil {
-				return true
-			}
-			beat.Reset(s.heartbeat)
+		}
+		if batch.Len() > 0 {
+			batch.Write(b)
+			b = batch.Bytes()
+		}
+		mu.Lock()
+		sent := write(b)
+		mu.Unlock()
+		batch.Reset()
+		if !sent {
+			return true
+		}
+		if !ok {
+			break
 		}
 	}
+	mu.Lock()
+	gone := failed
+	mu.Unlock()
+	// The channel closed: terminal event delivered, dropped as too slow,
+	// store closed, the client went away, or a heartbeat failed.
+	return gone || r.Context().Err() != nil
 }

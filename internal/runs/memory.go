@@ -157,7 +157,7 @@ func (m *Memory) Append(_ context.Context, id, name string, data json.RawMessage
 	r.last++
 	// One Event per append, shared by the log and every subscriber:
 	// a subscription buffers pointers, not copies.
-	ev := &Event{ID: r.last, Name: name, Data: clone(data)}
+	ev := &Event{ID: r.last, Name: name, Data: clone(data), wire: new(wire)}
 	if len(r.events) >= m.maxEvents {
 		n := len(r.events) - m.maxEvents + 1
 		clear(r.events[:n]) // let the dropped payloads be collected

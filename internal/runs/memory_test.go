@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -192,7 +193,7 @@ func TestAppend(t *testing.T) {
 					continue
 				}
 				want := Event{ID: st.wantID, Name: "tool.completed", Data: data(int64(i))}
-				if diff := cmp.Diff(want, ev); diff != "" {
+				if diff := cmp.Diff(want, ev, ignoreWire); diff != "" {
 					t.Errorf("step %d: Append (-want +got):\n%s", i, diff)
 				}
 			}
@@ -345,7 +346,7 @@ func TestSubscribeReplay(t *testing.T) {
 			if diff := cmp.Diff(tt.want, ids(got), cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("ids (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(pick(log, tt.want), got, cmpopts.EquateEmpty()); diff != "" {
+			if diff := cmp.Diff(pick(log, tt.want), got, cmpopts.EquateEmpty(), ignoreWire); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
 			}
 			if err := sub.Err(); err != nil {
@@ -436,7 +437,7 @@ func TestReconnect(t *testing.T) {
 				sub.Close()
 			}
 			log := <-logc
-			if diff := cmp.Diff(log, got); diff != "" {
+			if diff := cmp.Diff(log, got, ignoreWire); diff != "" {
 				t.Errorf("events read over %d connections (-want +got):\n%s", conns, diff)
 			}
 			if want := total / tt.perConn; conns < want {
@@ -574,13 +575,13 @@ func TestSlowSubscriber(t *testing.T) {
 				fastGot = append(fastGot, ev)
 			}
 
-			if diff := cmp.Diff(log, fastGot); diff != "" {
+			if diff := cmp.Diff(log, fastGot, ignoreWire); diff != "" {
 				t.Errorf("fast subscriber (-want +got):\n%s", diff)
 			}
 			if err := fast.Err(); err != nil {
 				t.Errorf("fast Err() = %v, want nil", err)
 			}
-			if diff := cmp.Diff(log, append(slowGot, drain(resumed)...)); diff != "" {
+			if diff := cmp.Diff(log, append(slowGot, drain(resumed)...), ignoreWire); diff != "" {
 				t.Errorf("slow subscriber, dropped then resumed (-want +got):\n%s", diff)
 			}
 			if err := resumed.Err(); err != nil {
@@ -754,7 +755,7 @@ func TestMaxEvents(t *testing.T) {
 				log = append(log, appendN(t, m, "r", 13, 13, true)...)
 			}
 			got := drain(sub)
-			if diff := cmp.Diff(pick(log, tt.want), got, cmpopts.EquateEmpty()); diff != "" {
+			if diff := cmp.Diff(pick(log, tt.want), got, cmpopts.EquateEmpty(), ignoreWire); diff != "" {
 				t.Errorf("events (-want +got):\n%s", diff)
 			}
 		})
@@ -874,5 +875,57 @@ func TestSweep(t *testing.T) {
 	}
 	if n := len(m.expiries); n != 0 {
 		t.Errorf("%d expiries queued, want 0", n)
+	}
+}
+
+// ignoreWire compares Events by their exported fields: the memo of Wire is
+// no part of an event's value.
+var ignoreWire = cmpopts.IgnoreUnexported(Event{})
+
+// TestWireEncodesOnce: every subscriber of a run gets the log's own Event,
+// whose Wire encodes once and hands every later caller the same bytes.
+func TestWireEncodesOnce(t *testing.T) {
+	m := NewMemory(MemoryOptions{})
+	ctx := context.Background()
+	if err := m.Create(ctx, "r", nil); err != nil {
+		t.Fatal(err)
+	}
+	subs := make([]*Subscription, 3)
+	for i := range subs {
+		s, err := m.Subscribe(ctx, "r", 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		subs[i] = s
+	}
+	if _, err := m.Append(ctx, "r", "e", json.RawMessage(`{"n":1}`), false); err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int32
+	encode := func(ev *Event) []byte {
+		calls.Add(1)
+		return fmt.Appendf(nil, "%d %s %s", ev.ID, ev.Name, ev.Data)
+	}
+	var wg sync.WaitGroup
+	got := make([][]byte, len(subs))
+	for i, s := range subs {
+		wg.Go(func() { got[i] = (<-s.Events()).Wire(encode) })
+	}
+	wg.Wait()
+	for i, b := range got {
+		if string(b) != `1 e {"n":1}` {
+			t.Fatalf("subscriber %d: %q", i, b)
+		}
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("encode called %d times for one event, want 1", n)
+	}
+	// An Event made by hand has no memo: Wire encodes it each time.
+	ev := &Event{ID: 7, Name: "x"}
+	ev.Wire(encode)
+	ev.Wire(encode)
+	if n := calls.Load(); n != 3 {
+		t.Fatalf("encode called %d times in all, want 3", n)
 	}
 }

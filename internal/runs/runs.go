@@ -17,6 +17,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"sync"
 )
 
 // Event is one event of a run's log. IDs start at 1 and increase by 1 per
@@ -30,6 +31,27 @@ type Event struct {
 	Name string `json:"event"`
 	// Data is the event's JSON payload; nil means JSON null.
 	Data json.RawMessage `json:"data"`
+
+	wire *wire // the memo of Wire; nil in an Event not made by a Store
+}
+
+// wire is an event's encoding for a transport, made once.
+type wire struct {
+	once sync.Once
+	b    []byte
+}
+
+// Wire returns encode(e), the event as a transport sends it, computed once
+// per event of a log: every subscriber to a run receives the log's own
+// *Event, so the first to send it encodes it and the others reuse the bytes.
+// Every caller must pass the same encoding. The result is shared: do not
+// modify it. For an Event not made by a Store, Wire calls encode every time.
+func (e *Event) Wire(encode func(*Event) []byte) []byte {
+	if e.wire == nil {
+		return encode(e)
+	}
+	e.wire.once.Do(func() { e.wire.b = encode(e) })
+	return e.wire.b
 }
 
 // Errors of a Store. Implementations wrap them with %w; compare with
