@@ -72,7 +72,9 @@ type memRun struct {
 	last       int64    // id of the last event appended; 0 before the first
 	finished   bool
 	finishedAt time.Time
-	subs       map[*Subscription]struct{}
+	// subs are the live subscriptions, in no order; each knows its index.
+	// A slice, not a map: Append walks it for every event.
+	subs []*Subscription
 }
 
 // NewMemory returns an empty Memory.
@@ -115,7 +117,7 @@ func (m *Memory) Create(_ context.Context, id string, snapshot json.RawMessage) 
 			return fmt.Errorf("runs: create %q: %w", id, ErrExists)
 		}
 	}
-	m.runs[id] = &memRun{snapshot: clone(snapshot), subs: make(map[*Subscription]struct{})}
+	m.runs[id] = &memRun{snapshot: clone(snapshot)}
 	return nil
 }
 
@@ -164,22 +166,23 @@ func (m *Memory) Append(_ context.Context, id, name string, data json.RawMessage
 		r.events = r.events[n:]
 	}
 	r.events = append(r.events, ev)
-	for s := range r.subs {
-		if ev.ID <= s.after { // subscribed after an id not reached yet
-			if terminal {
-				m.drop(r, s, nil)
+	// drop moves the last subscription into the dropped one's place, so
+	// after a drop the same index is visited again.
+	for i := 0; i < len(r.subs); {
+		s := r.subs[i]
+		if ev.ID > s.after { // else: subscribed after an id not reached yet
+			select {
+			case s.ch <- ev:
+			default:
+				m.drop(r, s, ErrSlow)
+				continue
 			}
-			continue
-		}
-		select {
-		case s.ch <- ev:
-		default:
-			m.drop(r, s, ErrSlow)
-			continue
 		}
 		if terminal {
 			m.drop(r, s, nil)
+			continue
 		}
+		i++
 	}
 	if terminal {
 		r.finished = true
@@ -218,7 +221,7 @@ func (m *Memory) Subscribe(ctx context.Context, id string, after int64) (*Subscr
 	if after < r.last {
 		replay = r.events[after+1-first:]
 	}
-	s := &Subscription{after: after, m: m, r: r}
+	s := &Subscription{after: after, m: m, r: r, idx: -1}
 	if r.finished {
 		s.ch = make(chan *Event, len(replay))
 	} else {
@@ -231,7 +234,8 @@ func (m *Memory) Subscribe(ctx context.Context, id string, after int64) (*Subscr
 		close(s.ch)
 		return s, nil
 	}
-	r.subs[s] = struct{}{}
+	s.idx = len(r.subs)
+	r.subs = append(r.subs, s)
 	m.subs.Add(1)
 	// Registered under r.mu so that drop, also under r.mu, sees stop. If
 	// ctx is already done the callback waits for r.mu and then drops s.
@@ -261,8 +265,8 @@ func (m *Memory) Close() {
 	m.mu.RUnlock()
 	for _, r := range all {
 		r.mu.Lock()
-		for s := range r.subs {
-			m.drop(r, s, nil)
+		for len(r.subs) > 0 {
+			m.drop(r, r.subs[len(r.subs)-1], nil)
 		}
 		r.mu.Unlock()
 	}
@@ -298,10 +302,15 @@ func (m *Memory) remove(id string, r *memRun) {
 
 // drop ends subscription s of r with err. r.mu must be held.
 func (m *Memory) drop(r *memRun, s *Subscription, err error) {
-	if _, ok := r.subs[s]; !ok {
+	if s.idx < 0 { // never registered, or dropped already
 		return
 	}
-	delete(r.subs, s)
+	last := len(r.subs) - 1
+	r.subs[s.idx] = r.subs[last]
+	r.subs[s.idx].idx = s.idx
+	r.subs[last] = nil
+	r.subs = r.subs[:last]
+	s.idx = -1
 	s.stop()
 	s.err = err
 	m.subs.Add(-1) // before close: whoever sees the close sees the count
@@ -372,8 +381,9 @@ type Subscription struct {
 	ch    chan *Event
 	after int64 // live events with ID <= after are skipped
 	m     *Memory
-	r     *memRun     // its mu guards err and stop
+	r     *memRun     // its mu guards err, stop and idx
 	stop  func() bool // stops watching the subscriber's ctx; nil if never registered
+	idx   int         // index in r.subs; -1 when not registered
 	err   error
 }
 

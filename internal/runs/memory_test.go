@@ -929,3 +929,66 @@ func TestWireEncodesOnce(t *testing.T) {
 		t.Fatalf("encode called %d times in all, want 3", n)
 	}
 }
+
+// TestDropsAmidDelivery: subscriptions dropped while an event is being
+// delivered (too slow, or the subscriber after an id not reached yet on the
+// terminal event) do not make Append skip or repeat anyone else.
+func TestDropsAmidDelivery(t *testing.T) {
+	const subscribers, events, buffer = 60, 8, 2
+	m := NewMemory(MemoryOptions{Buffer: buffer})
+	ctx := context.Background()
+	if err := m.Create(ctx, "r", nil); err != nil {
+		t.Fatal(err)
+	}
+	subs := make([]*Subscription, subscribers)
+	for i := range subs {
+		after := int64(0)
+		if i%5 == 4 {
+			after = 100 // waits for an id the run never reaches
+		}
+		s, err := m.Subscribe(ctx, "r", after)
+		if err != nil {
+			t.Fatal(err)
+		}
+		subs[i] = s
+	}
+	slow := func(i int) bool { return i%3 == 0 } // never reads while the run goes on
+	got := make([][]int64, subscribers)
+	for e := 1; e <= events; e++ {
+		if _, err := m.Append(ctx, "r", "e", nil, e == events); err != nil {
+			t.Fatal(err)
+		}
+		for i, s := range subs {
+			if slow(i) {
+				continue
+			}
+			for len(s.Events()) > 0 {
+				got[i] = append(got[i], (<-s.Events()).ID)
+			}
+		}
+	}
+	for i, s := range subs {
+		for ev := range s.Events() { // closed: dropped or the run ended
+			got[i] = append(got[i], ev.ID)
+		}
+		var want []int64
+		var wantErr error
+		switch {
+		case i%5 == 4:
+			// nothing: closed at the end with no event
+		case slow(i):
+			want, wantErr = span(1, buffer), ErrSlow
+		default:
+			want = span(1, events)
+		}
+		if diff := cmp.Diff(want, got[i], cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("subscriber %d: ids (-want +got):\n%s", i, diff)
+		}
+		if err := s.Err(); !errors.Is(err, wantErr) || (wantErr == nil && err != nil) {
+			t.Errorf("subscriber %d: Err() = %v, want %v", i, err, wantErr)
+		}
+	}
+	if n := m.Subscribers(); n != 0 {
+		t.Errorf("%d subscribers left after the terminal event", n)
+	}
+}
