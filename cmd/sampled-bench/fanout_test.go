@@ -41,7 +41,7 @@ func TestFanoutClient(t *testing.T) {
 			if err := waitSubscribers(pub, subscribers, ended); err != nil {
 				t.Fatal(err)
 			}
-			if err := publishPaced(context.Background(), pub, events, time.Millisecond); err != nil {
+			if _, err := publishPaced(context.Background(), pub, events, time.Millisecond); err != nil {
 				t.Fatal(err)
 			}
 			if err := <-ended; err != nil {
