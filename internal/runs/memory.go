@@ -159,7 +159,13 @@ func (m *Memory) Append(_ context.Context, id, name string, data json.RawMessage
 	r.last++
 	// One Event per append, shared by the log and every subscriber:
 	// a subscription buffers pointers, not copies.
-	ev := &Event{ID: r.last, Name: name, Data: clone(data), wire: new(wire)}
+	// The event and its Wire memo are one allocation.
+	alloc := &struct {
+		ev Event
+		w  wire
+	}{ev: Event{ID: r.last, Name: name, Data: clone(data)}}
+	alloc.ev.wire = &alloc.w
+	ev := &alloc.ev
 	if len(r.events) >= m.maxEvents {
 		n := len(r.events) - m.maxEvents + 1
 		clear(r.events[:n]) // let the dropped payloads be collected
