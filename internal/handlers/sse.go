@@ -69,8 +69,10 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 		failed bool       // a write failed: the client is gone
 		ended  bool       // streamEvents is returning: no more writes
 	)
-	write := func(b []byte) bool {
-		if _, err := w.Write(b); err != nil || sess.Flush() != nil {
+	// write writes b and flushes it, unless the stream ends with b: then
+	// net/http sends b with the end of the response, in one system call.
+	write := func(b []byte, flush bool) bool {
+		if _, err := w.Write(b); err != nil || (flush && sess.Flush() != nil) {
 			failed = true
 		}
 		return !failed
@@ -83,7 +85,7 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 		if ended || failed {
 			return
 		}
-		if !write(heartbeatComment) {
+		if !write(heartbeatComment, true) {
 			sub.Close() // ends the loop below
 			return
 		}
@@ -123,7 +125,7 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 			b = batch.Bytes()
 		}
 		mu.Lock()
-		sent := write(b)
+		sent := write(b, ok)
 		mu.Unlock()
 		batch.Reset()
 		if !sent {
