@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"sort"
 )
 
@@ -455,4 +456,39 @@ func ToolCallsOf(content []Content) []ToolCall {
 		}
 	}
 	return calls
+}
+
+// StructuredText is a tool result's structuredContent as compact JSON, for
+// the providers whose tool results are text only, or "" when it has none or
+// when one of its text blocks already holds the same JSON value: MCP asks a
+// tool that returns structured content to send it serialized in a text
+// block too, and a model need not read it twice.
+func (c *Content) StructuredText() string {
+	sc := bytes.TrimSpace(c.StructuredContent)
+	if len(sc) == 0 || string(sc) == "null" {
+		return ""
+	}
+	var v any
+	if json.Unmarshal(sc, &v) == nil {
+		for _, b := range c.Content {
+			if b.Type != BlockText {
+				continue
+			}
+			var t any
+			if json.Unmarshal([]byte(b.Text), &t) == nil && reflect.DeepEqual(t, v) {
+				return ""
+			}
+		}
+	}
+	return string(CompactJSON(sc))
+}
+
+// CompactJSON returns b without insignificant space, or b itself when it is
+// not valid JSON.
+func CompactJSON(b []byte) []byte {
+	var buf bytes.Buffer
+	if json.Compact(&buf, b) != nil {
+		return b
+	}
+	return buf.Bytes()
 }

@@ -776,3 +776,36 @@ func TestStopReason(t *testing.T) {
 		})
 	}
 }
+
+// TestToolResultStructuredOnce: a tool result whose text block already
+// holds its structuredContent (as MCP asks tools to send it) reaches the
+// model once, not twice; other structured content is appended as text.
+func TestToolResultStructuredOnce(t *testing.T) {
+	p := New(Options{APIKey: "k"})
+	for _, tt := range []struct {
+		name string
+		text string
+		want []string
+	}{
+		{"text holds it", `{"temperature": 15}`, []string{`{"temperature": 15}`}},
+		{"text differs", "15°C", []string{"15°C", `{"temperature":15}`}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			tr, err := p.toolResult(sampler.Content{Type: sampler.BlockToolResult, ToolUseID: "t1",
+				Content: []sampler.Content{text(tt.text)}, StructuredContent: json.RawMessage(`{"temperature":15}`)}, "/messages/0/content/0")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, b := range tr.Content {
+				if b.OfText == nil {
+					t.Fatalf("a non-text block: %+v", b)
+				}
+				got = append(got, b.OfText.Text)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("text blocks (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

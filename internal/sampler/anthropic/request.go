@@ -262,13 +262,7 @@ func (p *Provider) toolResult(c sampler.Content, at string) (*sdk.ToolResultBloc
 			return nil, sampler.Invalid(in+"/type", "provider %s does not accept content type %q in a tool result", p.name, inner.Type)
 		}
 	}
-	if sc := bytes.TrimSpace(c.StructuredContent); len(sc) > 0 {
-		var buf bytes.Buffer
-		if err := json.Compact(&buf, sc); err != nil {
-			return nil, sampler.Invalid(at+"/structuredContent", "structuredContent is not valid JSON")
-		}
-		text(buf.String())
-	}
+	text(c.StructuredText())
 	return tr, nil
 }
 

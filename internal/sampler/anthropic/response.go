@@ -68,11 +68,7 @@ func compact(raw json.RawMessage) json.RawMessage {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return json.RawMessage("{}")
 	}
-	var buf bytes.Buffer
-	if json.Compact(&buf, raw) != nil {
-		return raw
-	}
-	return buf.Bytes()
+	return sampler.CompactJSON(raw)
 }
 
 // stopReason maps Anthropic's stop_reason to MCP's; others (pause_turn,

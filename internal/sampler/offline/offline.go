@@ -12,9 +12,7 @@
 package offline
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -198,12 +196,7 @@ func toolResultsText(prev []sampler.Message, results []sampler.Content) string {
 	for _, r := range results {
 		body := sampler.TextOf(r.Content)
 		if body == "" && len(r.StructuredContent) > 0 {
-			var buf bytes.Buffer
-			if json.Compact(&buf, r.StructuredContent) == nil {
-				body = buf.String()
-			} else {
-				body = string(r.StructuredContent)
-			}
+			body = string(sampler.CompactJSON(r.StructuredContent))
 		}
 		part := toolNameFor(prev, r.ToolUseID) + " → "
 		if r.IsError != nil && *r.IsError {

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"strings"
 
 	"github.com/sampled/sampled/internal/sampler"
@@ -175,19 +174,16 @@ func toolNameOf(prev *sampler.Message, id string) string {
 
 // toolMessage maps one tool_result to a role:"tool" message: the text of
 // its blocks (other blocks than text and image as their JSON), then its
-// structuredContent as JSON unless a text block already holds that value;
+// structuredContent as JSON unless a text block already holds that value
+// (Content.StructuredText);
 // images go to images; an error result is prefixed "Error: ".
 func toolMessage(at, name string, c *sampler.Content) (chatMessage, error) {
 	msg := chatMessage{Role: roleTool, ToolName: name}
 	var parts []string
-	structuredShown := false
 	for k, b := range c.Content {
 		switch b.Type {
 		case sampler.BlockText:
 			parts = append(parts, b.Text)
-			if len(c.StructuredContent) > 0 && sameJSON(b.Text, c.StructuredContent) {
-				structuredShown = true
-			}
 		case sampler.BlockImage:
 			msg.Images = append(msg.Images, b.Data)
 		case sampler.BlockAudio:
@@ -200,33 +196,14 @@ func toolMessage(at, name string, c *sampler.Content) (chatMessage, error) {
 			parts = append(parts, string(raw))
 		}
 	}
-	if len(c.StructuredContent) > 0 && !structuredShown {
-		parts = append(parts, compact(c.StructuredContent))
+	if st := c.StructuredText(); st != "" {
+		parts = append(parts, st)
 	}
 	msg.Content = strings.Join(parts, "\n")
 	if c.IsError != nil && *c.IsError {
 		msg.Content = "Error: " + msg.Content
 	}
 	return msg, nil
-}
-
-// sameJSON reports whether text is a JSON encoding of the value raw holds.
-func sameJSON(text string, raw json.RawMessage) bool {
-	var a, b any
-	if json.Unmarshal([]byte(text), &a) != nil || json.Unmarshal(raw, &b) != nil {
-		return false
-	}
-	return reflect.DeepEqual(a, b)
-}
-
-// compact returns raw without insignificant space, or raw as it is when it
-// is not valid JSON.
-func compact(raw json.RawMessage) string {
-	var buf bytes.Buffer
-	if json.Compact(&buf, raw) != nil {
-		return string(raw)
-	}
-	return buf.String()
 }
 
 // objectOrEmpty returns input when it is a JSON object, else {}: Ollama
@@ -333,7 +310,7 @@ func arguments(raw json.RawMessage) json.RawMessage {
 			}
 		}
 	}
-	return json.RawMessage(compact(t))
+	return json.RawMessage(sampler.CompactJSON(t))
 }
 
 // callID returns "call_<index>_<hash>", where hash is the first 8 hex

@@ -136,7 +136,7 @@ func (p *Provider) encodeMessage(i int, m sampler.Message) ([]chatMessage, error
 			case sampler.BlockToolUse:
 				args := "{}"
 				if len(c.Input) > 0 {
-					args = string(compactJSON(c.Input))
+					args = string(sampler.CompactJSON(c.Input))
 				}
 				calls = append(calls, goopenai.ToolCall{ID: c.ID, Type: goopenai.ToolTypeFunction,
 					Function: goopenai.FunctionCall{Name: c.Name, Arguments: args}})
@@ -212,8 +212,8 @@ func audioFormat(mime string) string {
 
 // toolResultText flattens an MCP tool_result into the string content of an
 // OpenAI tool message: the text of its blocks joined by newlines, then its
-// structuredContent as JSON (alone when there is no text; left out when the
-// text already is that JSON, as MCP recommends tools to send it). OpenAI has
+// structuredContent as JSON unless a text block already holds it
+// (Content.StructuredText). OpenAI has
 // no is_error field, so an error result is prefixed with "Error: ".
 // Non-text blocks, which tool messages cannot carry, are named in brackets.
 func toolResultText(c sampler.Content) string {
@@ -239,16 +239,10 @@ func toolResultText(c sampler.Content) string {
 			lines = append(lines, fmt.Sprintf("[%s content of type %s omitted: tool messages carry text only]", b.Type, b.MIMEType))
 		}
 	}
-	text := strings.Join(lines, "\n")
-	if sc := bytes.TrimSpace(c.StructuredContent); len(sc) > 0 && string(sc) != "null" {
-		structured := string(compactJSON(sc))
-		switch {
-		case text == "":
-			text = structured
-		case string(compactJSON([]byte(text))) != structured:
-			text += "\n" + structured
-		}
+	if st := c.StructuredText(); st != "" {
+		lines = append(lines, st)
 	}
+	text := strings.Join(lines, "\n")
 	if c.IsError != nil && *c.IsError {
 		text = "Error: " + text
 	}
@@ -259,16 +253,6 @@ func stringMember(raw json.RawMessage) string {
 	var s string
 	_ = json.Unmarshal(raw, &s)
 	return s
-}
-
-// compactJSON returns b without insignificant space, or b itself when it is
-// not valid JSON.
-func compactJSON(b []byte) []byte {
-	var buf bytes.Buffer
-	if err := json.Compact(&buf, b); err != nil {
-		return b
-	}
-	return buf.Bytes()
 }
 
 // strictCompatible reports whether schema already satisfies the rules of

@@ -100,7 +100,7 @@ func toolInput(args string) json.RawMessage {
 		return json.RawMessage("{}")
 	}
 	if trimmed[0] == '{' && json.Valid([]byte(trimmed)) {
-		return json.RawMessage(compactJSON([]byte(trimmed)))
+		return json.RawMessage(sampler.CompactJSON([]byte(trimmed)))
 	}
 	b, _ := json.Marshal(map[string]string{invalidArgumentsKey: args})
 	return b

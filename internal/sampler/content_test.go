@@ -1,0 +1,33 @@
+package sampler
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// TestStructuredText: the structuredContent a text-only provider appends
+// to a tool result, and when a text block makes it redundant.
+func TestStructuredText(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		c    Content
+		want string
+	}{
+		{"none", Content{Content: []Content{TextBlock("ok")}}, ""},
+		{"null", Content{StructuredContent: json.RawMessage(" null ")}, ""},
+		{"alone, compacted", Content{StructuredContent: json.RawMessage(`{ "a": [1, 2] }`)}, `{"a":[1,2]}`},
+		{"text says something else",
+			Content{Content: []Content{TextBlock("22°C")}, StructuredContent: json.RawMessage(`{"t": 22}`)}, `{"t":22}`},
+		{"a text block holds the same value, other spacing and key order",
+			Content{Content: []Content{TextBlock("22°C"), TextBlock(`{"u":"C", "t":22}`)}, StructuredContent: json.RawMessage(`{"t": 22, "u": "C"}`)}, ""},
+		{"a non-text block with the same JSON does not count",
+			Content{Content: []Content{{Type: BlockResourceLink, Text: `{"t":22}`}}, StructuredContent: json.RawMessage(`{"t":22}`)}, `{"t":22}`},
+		{"not JSON is passed as it is", Content{StructuredContent: json.RawMessage(`{oops`)}, `{oops`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.c.StructuredText(); got != tt.want {
+				t.Errorf("StructuredText() = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
