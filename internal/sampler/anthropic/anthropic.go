@@ -66,7 +66,7 @@ type Options struct {
 // with New; it is safe for concurrent use.
 type Provider struct {
 	name     string
-	apiKey   string
+	redact   sampler.Redactor
 	native   func(model string) bool
 	messages sdk.MessageService
 }
@@ -75,7 +75,7 @@ var _ sampler.Provider = (*Provider)(nil)
 
 // New returns a Provider configured by o.
 func New(o Options) *Provider {
-	p := &Provider{name: o.Name, apiKey: o.APIKey, native: o.NativeStructuredOutput}
+	p := &Provider{name: o.Name, redact: sampler.NewRedactor(o.APIKey), native: o.NativeStructuredOutput}
 	if p.name == "" {
 		p.name = DefaultName
 	}

@@ -15,9 +15,6 @@ import (
 	"github.com/sampled/sampled/internal/sampler"
 )
 
-// redacted replaces the API key wherever an upstream echoes it.
-const redacted = "[redacted]"
-
 // apiError is what remains of an API error response once secrets are out
 // of it: the SDK's error keeps the request, and with it the x-api-key
 // header, so it is not passed on.
@@ -50,11 +47,11 @@ func (p *Provider) upstreamError(err error) error {
 	case errors.As(err, &ae):
 		body := apiErrorBody(ae.RawJSON())
 		ue.Status = ae.StatusCode
-		ue.Message = p.redact(body.Error.Message)
+		ue.Message = p.redact.String(body.Error.Message)
 		if ue.Message == "" {
 			ue.Message = http.StatusText(ae.StatusCode)
 		}
-		ue.Err = &apiError{Status: ae.StatusCode, Type: p.redact(body.Error.Type), Message: ue.Message}
+		ue.Err = &apiError{Status: ae.StatusCode, Type: p.redact.String(body.Error.Type), Message: ue.Message}
 		if ae.Response != nil {
 			if d, ok := retry.ParseRetryAfter(ae.Response.Header.Get("Retry-After"), time.Now()); ok {
 				ue.RetryAfter = d
@@ -75,7 +72,7 @@ func (p *Provider) upstreamError(err error) error {
 	default:
 		ue.Message = "connection failed"
 	}
-	ue.Err = &redactedError{err: err, text: p.redact(err.Error())}
+	ue.Err = p.redact.Error(err)
 	return ue
 }
 
@@ -91,21 +88,3 @@ func apiErrorBody(raw string) (body struct {
 	_ = json.Unmarshal([]byte(raw), &body)
 	return body
 }
-
-// redact removes the API key from s.
-func (p *Provider) redact(s string) string {
-	if p.apiKey == "" {
-		return s
-	}
-	return strings.ReplaceAll(s, p.apiKey, redacted)
-}
-
-// redactedError is an error whose text has the API key removed; its chain
-// stays reachable for errors.Is and errors.As.
-type redactedError struct {
-	err  error
-	text string
-}
-
-func (e *redactedError) Error() string { return e.text }
-func (e *redactedError) Unwrap() error { return e.err }

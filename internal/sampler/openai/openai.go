@@ -61,7 +61,7 @@ type Provider struct {
 	client *goopenai.Client
 	// redact removes the API key from a text. The key itself is not a
 	// field, so that printing a Provider cannot show it.
-	redact func(string) string
+	redact sampler.Redactor
 }
 
 // New returns a Provider configured by o.
@@ -85,15 +85,7 @@ func New(o Options) *Provider {
 	cfg := goopenai.DefaultConfig(o.APIKey)
 	cfg.BaseURL = baseURL
 	cfg.HTTPClient = doer{client: hc}
-	return &Provider{name: name, client: goopenai.NewClientWithConfig(cfg), redact: redactor(o.APIKey)}
-}
-
-// redactor returns a function that replaces key in a text.
-func redactor(key string) func(string) string {
-	if key == "" {
-		return func(s string) string { return s }
-	}
-	return func(s string) string { return strings.ReplaceAll(s, key, "[redacted]") }
+	return &Provider{name: name, client: goopenai.NewClientWithConfig(cfg), redact: sampler.NewRedactor(o.APIKey)}
 }
 
 // Name returns the provider's configured name.

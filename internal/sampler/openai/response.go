@@ -122,9 +122,9 @@ func (p *Provider) upstreamError(ctx context.Context, x *exchange, err error) er
 	switch {
 	case errors.As(err, &apiErr):
 		c := *apiErr
-		c.Message = p.redact(c.Message)
+		c.Message = p.redact.String(c.Message)
 		if c.Param != nil {
-			param := p.redact(*c.Param)
+			param := p.redact.String(*c.Param)
 			c.Param = &param
 		}
 		ue.Status, ue.Message, ue.Err = c.HTTPStatusCode, c.Message, &c
@@ -133,21 +133,21 @@ func (p *Provider) upstreamError(ctx context.Context, x *exchange, err error) er
 		}
 	case errors.As(err, &reqErr):
 		c := *reqErr
-		c.Body = []byte(p.redact(string(c.Body)))
+		c.Body = []byte(p.redact.String(string(c.Body)))
 		if c.Err != nil {
-			c.Err = p.redactErr(c.Err)
+			c.Err = p.redact.Error(c.Err)
 		}
 		ue.Status, ue.Message, ue.Err = c.HTTPStatusCode, p.bodyMessage(c.HTTPStatusCode, c.Body), &c
 	case errors.Is(err, context.Canceled):
 		ue.Message, ue.Err = "cancelled", err
 	case errors.Is(err, context.DeadlineExceeded), isNet && netErr.Timeout():
-		ue.Timeout, ue.Message, ue.Err = true, "no answer in time", p.redactErr(err)
+		ue.Timeout, ue.Message, ue.Err = true, "no answer in time", p.redact.Error(err)
 	case x.status != 0 && !isNet:
 		// The upstream answered, but not with a reply we can read. A
 		// network failure while reading it is a connection error below.
-		ue.Status, ue.Message, ue.Err = x.status, "unreadable reply: "+p.redact(err.Error()), p.redactErr(err)
+		ue.Status, ue.Message, ue.Err = x.status, "unreadable reply: "+p.redact.String(err.Error()), p.redact.Error(err)
 	default:
-		ue.Message, ue.Err = p.redact(err.Error()), p.redactErr(err)
+		ue.Message, ue.Err = p.redact.String(err.Error()), p.redact.Error(err)
 	}
 	if ue.Status != 0 && x.retryAfter != "" {
 		if d, ok := retry.ParseRetryAfter(x.retryAfter, time.Now()); ok {
@@ -173,14 +173,4 @@ func (p *Provider) bodyMessage(status int, body []byte) string {
 		msg += ": " + b
 	}
 	return msg
-}
-
-// redactErr returns err, or a plain error with its redacted text when the
-// text holds the API key.
-func (p *Provider) redactErr(err error) error {
-	text := err.Error()
-	if red := p.redact(text); red != text {
-		return errors.New(red)
-	}
-	return err
 }
