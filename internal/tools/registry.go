@@ -50,9 +50,9 @@ type Registry struct {
 	// servers is fixed by Start; the mutable fields of each are guarded by
 	// mu.
 	servers map[string]*server
-	names   []string // sorted keys of servers
+	names   []string        // sorted keys of servers
+	life    context.Context // the registry's, ended by Close: it cancels calls in flight
 	cancel  context.CancelFunc
-	closing chan struct{} // closed by Close, which cancels calls in flight
 	wg      sync.WaitGroup
 	record  recorder
 
@@ -115,7 +115,6 @@ func Start(ctx context.Context, o Options) (*Registry, error) {
 		servers: map[string]*server{},
 		record:  recorder{m: o.Metrics},
 		changed: make(chan struct{}),
-		closing: make(chan struct{}),
 		index:   map[string]toolRef{},
 	}
 	impl := &mcp.Implementation{Name: "sampled", Version: version}
@@ -179,7 +178,7 @@ func Start(ctx context.Context, o Options) (*Registry, error) {
 	sort.Strings(r.names)
 
 	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	r.cancel = cancel
+	r.life, r.cancel = bg, cancel
 	for _, s := range r.servers {
 		var c *conn
 		if s.name == StdServer && first != nil {
@@ -561,13 +560,7 @@ func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage) 
 	// Close cancels the call, so that it does not wait for the call.
 	callCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	go func() {
-		select {
-		case <-r.closing:
-			cancel()
-		case <-callCtx.Done():
-		}
-	}()
+	defer context.AfterFunc(r.life, cancel)()
 	start := time.Now()
 	res, err := session.CallTool(callCtx, &mcp.CallToolParams{Name: ref.original, Arguments: args})
 	r.record.duration(ref.server.name, time.Since(start))
@@ -664,7 +657,6 @@ func (r *Registry) Close() error {
 	r.broadcast()
 	r.mu.Unlock()
 
-	close(r.closing)
 	r.cancel()
 	r.wg.Wait()
 	for _, s := range r.servers {
