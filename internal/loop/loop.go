@@ -160,7 +160,14 @@ func (e *Engine) Start(ctx context.Context, spec Spec) (string, error) {
 	}
 	id := newID("loop_")
 	trace := newID("")
-	snap := &Snapshot{ID: id, TraceID: trace, Status: StatusRunning, Tools: []string{}, MaxIterations: spec.MaxIterations,
+	defs, names := []sampler.Tool(nil), []string{}
+	for _, t := range e.o.Tools.Tools() {
+		if allowed(spec.AllowedTools, t.Name) {
+			defs = append(defs, sampler.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema})
+			names = append(names, t.Name)
+		}
+	}
+	snap := &Snapshot{ID: id, TraceID: trace, Status: StatusRunning, Tools: names, MaxIterations: spec.MaxIterations,
 		TimeoutMs: spec.Timeout.Milliseconds(), Messages: spec.Messages, CreatedAt: time.Now().UTC()}
 	b, _ := json.Marshal(snap)
 	if err := e.o.Store.Create(ctx, id, b); err != nil {
@@ -178,7 +185,7 @@ func (e *Engine) Start(ctx context.Context, spec Spec) (string, error) {
 		defer e.o.Metrics.LoopsActive.Dec()
 		defer stop()
 		defer cancel(nil)
-		r := &run{e: e, id: id, spec: spec, snap: snap, log: e.o.Logger.With("loopId", id, "traceId", trace)}
+		r := &run{e: e, id: id, spec: spec, defs: defs, snap: snap, log: e.o.Logger.With("loopId", id, "traceId", trace)}
 		r.run(lctx)
 	}()
 	return id, nil

@@ -71,6 +71,7 @@ type run struct {
 	e    *Engine
 	id   string
 	spec Spec
+	defs []sampler.Tool // the tools the loop offers the model
 	snap *Snapshot
 	log  *slog.Logger
 }
@@ -105,17 +106,6 @@ func (r *run) run(parent context.Context) {
 	ctx, cancel := context.WithTimeoutCause(parent, r.spec.Timeout, context.DeadlineExceeded)
 	defer cancel()
 
-	var defs []sampler.Tool
-	for _, t := range r.e.o.Tools.Tools() {
-		if allowed(r.spec.AllowedTools, t.Name) {
-			defs = append(defs, sampler.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema})
-			r.snap.Tools = append(r.snap.Tools, t.Name)
-		}
-	}
-	if r.snap.Tools == nil {
-		r.snap.Tools = []string{}
-	}
-	r.save()
 	r.emit(EventLoopStarted, startedEvent{ID: r.id, TraceID: r.snap.TraceID, Model: r.spec.ModelSpec, Tools: r.snap.Tools,
 		MaxIterations: r.spec.MaxIterations, TimeoutMs: r.spec.Timeout.Milliseconds()}, false)
 
@@ -127,15 +117,15 @@ func (r *run) run(parent context.Context) {
 		if it > 1 && choice != nil && (choice.Mode == sampler.ToolChoiceRequired || choice.Mode == sampler.ToolChoiceTool) {
 			choice = &sampler.ToolChoice{Mode: sampler.ToolChoiceAuto}
 		}
-		if it == r.spec.MaxIterations && len(defs) > 0 {
+		if it == r.spec.MaxIterations && len(r.defs) > 0 {
 			choice = &sampler.ToolChoice{Mode: sampler.ToolChoiceNone}
 		}
 		p := &sampler.Params{
 			Request: sampler.Request{Messages: msgs, SystemPrompt: r.spec.SystemPrompt, MaxTokens: r.spec.MaxTokens,
-				Temperature: r.spec.Temperature, Tools: defs, ToolChoice: choice},
+				Temperature: r.spec.Temperature, Tools: r.defs, ToolChoice: choice},
 			ModelSpec: r.spec.ModelSpec, ModelPreferences: r.spec.ModelPreferences, Endpoint: "loops",
 		}
-		if len(defs) == 0 {
+		if len(r.defs) == 0 {
 			p.ToolChoice = nil
 		}
 		res, err := r.e.o.Sampler.Sample(ctx, p)
