@@ -131,10 +131,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	shut := make(chan error, 1)
 	go func() { shut <- srv.Shutdown(sctx) }()
 	// Running loops are cancelled and publish their terminal events; then
-	// every event stream ends, so Shutdown is not held up by them.
-	a.Drain()
+	// every event stream ends, so Shutdown is not held up by them, and its
+	// last bytes reach its client before the process exits.
+	drained := a.Drain(sctx)
 	if err := <-shut; err != nil {
 		return fmt.Errorf("shutdown: %w", err)
+	}
+	if drained != nil {
+		return fmt.Errorf("shutdown: event streams: %w", drained)
 	}
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err

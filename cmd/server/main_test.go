@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -13,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/tmaxmax/go-sse"
 	"go.uber.org/goleak"
 )
 
@@ -248,6 +251,48 @@ func TestClientGoneCancelsUpstream(t *testing.T) {
 	<-cancelled // the fake upstream saw its request cancelled
 	<-done
 	stop()
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestShutdownEndsStreamsWhole: a loop still waiting on its model when the
+// service is told to stop is cancelled, and its event stream receives the
+// terminal event (status cancelled) and a proper end before the service
+// exits.
+func TestShutdownEndsStreamsWhole(t *testing.T) {
+	arrived := make(chan struct{}, 1)
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		arrived <- struct{}{}
+		<-r.Context().Done()
+	}))
+	defer up.Close()
+	env := map[string]string{"SAMPLING_PROVIDER": "openai", "SAMPLING_ENDPOINT": up.URL + "/v1", "SAMPLING_MODEL": "m"}
+	addr, stop, errc := start(t, env)
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/loops", strings.NewReader(`{"prompt":"hi"}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	<-arrived // the loop waits on the model
+	stop()
+	var names []string
+	last := ""
+	for ev, err := range sse.Read(resp.Body, nil) {
+		if err != nil {
+			t.Fatalf("the stream broke after %v: %v", names, err)
+		}
+		names, last = append(names, ev.Type), ev.Data
+	}
+	var end struct{ Status string }
+	_ = json.Unmarshal([]byte(last), &end)
+	if diff := cmp.Diff([]any{[]string{"loop.started", "loop.completed"}, "cancelled"}, []any{names, end.Status}); diff != "" {
+		t.Errorf("events, terminal status (-want +got):\n%s", diff)
+	}
 	if err := <-errc; err != nil {
 		t.Fatal(err)
 	}

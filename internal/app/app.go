@@ -42,10 +42,14 @@ type App struct {
 	// Catalog lists the configured models.
 	Catalog *sampler.Catalog
 
-	engine *loop.Engine
-	store  *runs.Memory
-	tools  *tools.Registry
+	engine  *loop.Engine
+	store   *runs.Memory
+	tools   *tools.Registry
+	streams *handlers.Streams
 }
+
+// closeGrace bounds how long Close lets event streams write what they hold.
+const closeGrace = 5 * time.Second
 
 // New reads the configuration and builds the service. ctx bounds the MCP
 // connections made at start-up.
@@ -81,7 +85,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tools: %w", err)
 	}
-	a := &App{Catalog: cat, tools: toolReg, store: runs.NewMemory(runs.MemoryOptions{})}
+	a := &App{Catalog: cat, tools: toolReg, store: runs.NewMemory(runs.MemoryOptions{}), streams: handlers.NewStreams()}
 	a.engine = loop.New(loop.Options{Sampler: svc, Tools: toolReg, Store: a.store, Metrics: m, Logger: o.Logger,
 		DefaultMaxTokens: o.DefaultMaxTokens})
 	a.Handler = handlers.New(handlers.Config{
@@ -94,6 +98,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 		Runs:         a.store,
 		Tools:        toolReg,
 		Ready:        func(context.Context) error { return toolReg.Ready() },
+		Streams:      a.streams,
 	})
 	return a, nil
 }
@@ -102,15 +107,22 @@ func New(ctx context.Context, o Options) (*App, error) {
 // command publishes into it directly.
 func (a *App) Runs() *runs.Memory { return a.store }
 
-// Drain cancels running loops, which publish their terminal events, and
-// ends every event stream, so that an HTTP shutdown is not held up by them.
-func (a *App) Drain() {
+// Drain cancels running loops, which publish their terminal events, ends
+// every event stream and waits until the streams have written what they
+// hold. Event streams write to their own connections, which an HTTP
+// shutdown does not wait for. When ctx ends first, Drain closes the
+// connections of the streams left and returns ctx's error.
+func (a *App) Drain(ctx context.Context) error {
 	a.engine.Close()
 	a.store.Close()
+	return a.streams.Wait(ctx)
 }
 
-// Close drains and disconnects from the MCP servers.
+// Close drains, giving event streams closeGrace to end, and disconnects
+// from the MCP servers.
 func (a *App) Close() error {
-	a.Drain()
+	ctx, cancel := context.WithTimeout(context.Background(), closeGrace)
+	defer cancel()
+	_ = a.Drain(ctx)
 	return a.tools.Close()
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -703,21 +704,19 @@ func BenchmarkSSEFanout1000(b *testing.B) {
 		events  = 50
 	)
 	// The service's own part: the time from publish until the event left
-	// the service in a flushed write to the subscriber's connection.
+	// the service in a write to the subscriber's connection.
 	var (
 		mu   sync.Mutex
 		sent []time.Duration
 	)
-	wrap := func(h http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			h.ServeHTTP(&flushTimer{ResponseWriter: w, record: func(d []time.Duration) {
-				mu.Lock()
-				sent = append(sent, d...)
-				mu.Unlock()
-			}}, r)
-		})
+	listener := func(l net.Listener) net.Listener {
+		return sendTimer{Listener: l, record: func(d []time.Duration) {
+			mu.Lock()
+			sent = append(sent, d...)
+			mu.Unlock()
+		}}
 	}
-	s := startStackWith(b, stackOptions{wrap: wrap})
+	s := startStackWith(b, stackOptions{listener: listener})
 	b.Cleanup(func() {
 		s.loops.Close()
 		s.runs.Close()
@@ -839,11 +838,12 @@ func TestStartLoopBadRequests(t *testing.T) {
 	}
 }
 
-// TestStreamsOutliveWriteTimeout: a server with a write timeout still
-// streams a run's events for as long as the run lasts.
+// TestStreamsOutliveWriteTimeout: a server with write and read timeouts
+// still streams a run's events for as long as the run lasts.
 func TestStreamsOutliveWriteTimeout(t *testing.T) {
 	b := &blocking{started: make(chan struct{}), cancelled: make(chan struct{})}
-	s := startStackWith(t, stackOptions{extra: []sampler.Provider{b}, heartbeat: 10 * time.Millisecond, writeTimeout: 100 * time.Millisecond})
+	s := startStackWith(t, stackOptions{extra: []sampler.Provider{b}, heartbeat: 10 * time.Millisecond,
+		writeTimeout: 100 * time.Millisecond, readTimeout: 100 * time.Millisecond})
 	req, _ := http.NewRequest(http.MethodPost, s.url+"/v1/loops", strings.NewReader(`{"prompt":"hi","model":"blocking/m"}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream")
@@ -857,22 +857,37 @@ func TestStreamsOutliveWriteTimeout(t *testing.T) {
 	br := bufio.NewReader(resp.Body)
 	for time.Since(start) < 500*time.Millisecond {
 		if _, err := br.ReadString('\n'); err != nil {
-			t.Fatalf("the stream broke after %s (write timeout 100ms): %v", time.Since(start), err)
+			t.Fatalf("the stream broke after %s (write and read timeouts 100ms): %v", time.Since(start), err)
 		}
 	}
 }
 
-// flushTimer notes the publish times of the events written to a stream and
-// reports, at each flush, how long ago they were published.
-type flushTimer struct {
-	http.ResponseWriter
-	pending []int64
-	record  func([]time.Duration)
+// sendTimer is a listener whose connections report, after each write, how
+// long ago the events in it were published.
+type sendTimer struct {
+	net.Listener
+	record func([]time.Duration)
 }
 
-func (f *flushTimer) Write(p []byte) (int, error) {
+func (l sendTimer) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &timedConn{Conn: c, record: l.record}, nil
+}
+
+type timedConn struct {
+	net.Conn
+	record func([]time.Duration)
+}
+
+func (c *timedConn) Write(p []byte) (int, error) {
+	n, err := c.Conn.Write(p)
+	now := time.Now().UnixNano()
+	var d []time.Duration
 	prefix := []byte(`{"t":`) // one write may hold several events
-	for rest := p; ; {
+	for rest := p[:n]; ; {
 		i := bytes.Index(rest, prefix)
 		if i < 0 {
 			break
@@ -880,24 +895,11 @@ func (f *flushTimer) Write(p []byte) (int, error) {
 		rest = rest[i+len(prefix):]
 		end := bytes.IndexByte(rest, '}')
 		if t, err := strconv.ParseInt(string(rest[:max(end, 0)]), 10, 64); err == nil {
-			f.pending = append(f.pending, t)
+			d = append(d, time.Duration(now-t))
 		}
 	}
-	return f.ResponseWriter.Write(p)
-}
-
-func (f *flushTimer) Flush() {
-	f.ResponseWriter.(http.Flusher).Flush()
-	if len(f.pending) == 0 {
-		return
+	if len(d) > 0 {
+		c.record(d)
 	}
-	now := time.Now().UnixNano()
-	d := make([]time.Duration, len(f.pending))
-	for i, t := range f.pending {
-		d[i] = time.Duration(now - t)
-	}
-	f.pending = f.pending[:0]
-	f.record(d)
+	return n, err
 }
-
-func (f *flushTimer) Unwrap() http.ResponseWriter { return f.ResponseWriter }

@@ -2,7 +2,7 @@ package handlers
 
 import (
 	"context"
-	"net/http"
+	"net"
 	"net/http/httptest"
 	"testing"
 	"time"
@@ -30,6 +30,7 @@ type stack struct {
 	tools   *tools.Registry
 	runs    *runs.Memory
 	loops   *loop.Engine
+	streams *Streams
 }
 
 type stackOptions struct {
@@ -40,11 +41,12 @@ type stackOptions struct {
 	loop      loop.Options
 	runs      runs.MemoryOptions
 	upstream  retry.Upstream
-	// writeTimeout, if set, is the server's WriteTimeout.
-	writeTimeout time.Duration
-	cfg          func(*Config)
-	// wrap, if set, wraps the handler (for measurements).
-	wrap func(http.Handler) http.Handler
+	// writeTimeout and readTimeout, if set, are the server's WriteTimeout
+	// and ReadTimeout.
+	writeTimeout, readTimeout time.Duration
+	cfg                       func(*Config)
+	// listener, if set, wraps the server's listener (for measurements).
+	listener func(net.Listener) net.Listener
 }
 
 func startStack(t testing.TB, maxBody int64, extra ...sampler.Provider) *stack {
@@ -82,23 +84,28 @@ func startStackWith(t testing.TB, o stackOptions) *stack {
 	lo := o.loop
 	lo.Sampler, lo.Tools, lo.Store, lo.Metrics = svc, s.tools, s.runs, s.metrics
 	s.loops = loop.New(lo)
-	c := Config{Sampler: svc, Metrics: s.metrics, Gatherer: s.reg, MaxBodyBytes: o.maxBody,
-		Loops: s.loops, Runs: s.runs, Tools: s.tools, Heartbeat: o.heartbeat, Ready: func(context.Context) error { return s.tools.Ready() }}
+	s.streams = NewStreams()
+	c := Config{Sampler: svc, Metrics: s.metrics, Gatherer: s.reg, MaxBodyBytes: o.maxBody, Loops: s.loops, Runs: s.runs,
+		Tools: s.tools, Heartbeat: o.heartbeat, Streams: s.streams, Ready: func(context.Context) error { return s.tools.Ready() }}
 	if o.cfg != nil {
 		o.cfg(&c)
 	}
-	h := New(c)
-	if o.wrap != nil {
-		h = o.wrap(h)
+	s.srv = httptest.NewUnstartedServer(New(c))
+	if o.listener != nil {
+		s.srv.Listener = o.listener(s.srv.Listener)
 	}
-	s.srv = httptest.NewUnstartedServer(h)
-	s.srv.Config.WriteTimeout = o.writeTimeout
+	s.srv.Config.WriteTimeout, s.srv.Config.ReadTimeout = o.writeTimeout, o.readTimeout
 	s.srv.Start()
 	s.url = s.srv.URL
 	t.Cleanup(func() {
 		s.srv.Close()
 		s.loops.Close()
 		s.runs.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := s.streams.Wait(ctx); err != nil {
+			t.Errorf("event streams still open after the run store closed: %v", err)
+		}
 		_ = s.tools.Close()
 	})
 	return s
