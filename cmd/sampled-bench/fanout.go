@@ -35,7 +35,9 @@ type fanoutResult struct {
 	Read    [3]int64 `json:"read"`    // p50, p99, max: publish → client read it
 	Arrival [3]int64 `json:"arrival"` // p50, p99, max: publish → in the client's socket
 	Last    [3]int64 `json:"last"`    // p50, p99, max over events: publish → its last arrival
-	CPU     int64    `json:"cpu"`     // the client's CPU time while reading
+	// p50, p99, max: publish of the terminal event → in the client's socket
+	Terminal [3]int64 `json:"terminal"`
+	CPU      int64    `json:"cpu"` // the client's CPU time while reading
 }
 
 // publisher is the side under measurement: sampled, or the bare TCP floor.
@@ -128,6 +130,8 @@ func runFanout(ctx context.Context, o fanoutOptions, stdout io.Writer) error {
 		ms2(res.Read[0]), ms2(res.Read[1]), ms2(res.Read[2]))
 	fmt.Fprintf(stdout, "  publish -> an event's last arrival: p50 %s  p99 %s  max %s   (over %d events)\n",
 		ms2(res.Last[0]), ms2(res.Last[1]), ms2(res.Last[2]), o.events)
+	fmt.Fprintf(stdout, "  the terminal event in the socket:   p50 %s  p99 %s  max %s   (every stream ends with it)\n",
+		ms2(res.Terminal[0]), ms2(res.Terminal[1]), ms2(res.Terminal[2]))
 	us := func(ns int64) float64 { return float64(ns) / 1e3 / float64(max(res.Events, 1)) }
 	fmt.Fprintf(stdout, "  publish call (hands the event to every subscriber): %.0fµs on average\n",
 		float64(publishing.Microseconds())/float64(o.events))

@@ -83,6 +83,7 @@ func subscribeAll(rawURL string, n, events int, timeout time.Duration) (fanoutRe
 	read := make([]int64, 0, n*events)
 	last := make(map[int64]int64, events) // publish time → latest arrival
 	arrival := make([]int64, 0, n*events)
+	terminal := make([]int64, 0, n) // arrival of the last event
 	buf := make([]byte, 64<<10)
 	oob := make([]byte, syscall.CmsgSpace(16))
 	evs := make([]syscall.EpollEvent, 256)
@@ -143,6 +144,9 @@ func subscribeAll(rawURL string, n, events int, timeout time.Duration) (fanoutRe
 					}
 					read = append(read, now-t)
 					arrival = append(arrival, arrived-t)
+					if s.got == events-1 {
+						terminal = append(terminal, arrived-t)
+					}
 					last[t] = max(last[t], arrived-t)
 					s.got++
 				}
@@ -167,7 +171,7 @@ func subscribeAll(rawURL string, n, events int, timeout time.Duration) (fanoutRe
 		spread = append(spread, d)
 	}
 	res.Events = len(read)
-	res.Read, res.Arrival, res.Last = pct(read), pct(arrival), pct(spread)
+	res.Read, res.Arrival, res.Last, res.Terminal = pct(read), pct(arrival), pct(spread), pct(terminal)
 	res.CPU = cpu1 - cpu0
 	return res, nil
 }

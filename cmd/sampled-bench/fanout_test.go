@@ -54,6 +54,9 @@ func TestFanoutClient(t *testing.T) {
 				if res.Arrival[i] <= 0 || res.Arrival[i] > res.Read[i] {
 					t.Fatalf("arrival %v, read %v: want 0 < arrival <= read", res.Arrival, res.Read)
 				}
+				if res.Terminal[i] <= 0 || res.Terminal[i] > res.Arrival[2] {
+					t.Fatalf("terminal %v, arrival %v: want 0 < terminal <= the latest arrival", res.Terminal, res.Arrival)
+				}
 			}
 		})
 	}
