@@ -61,6 +61,8 @@ type sink interface {
 	piece(f []byte) []byte
 	// send writes b. With end, b is the last of the stream.
 	send(b []byte, end bool) error
+	// cut makes a send in progress fail now.
+	cut()
 }
 
 // streamEvents writes a run's events with id > after as SSE, follows live
@@ -106,21 +108,37 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 	defer s.metrics.SSESubscribers.Dec()
 
 	var (
-		mu     sync.Mutex // serializes writes; guards failed and ended
-		failed bool       // a write failed: the client is gone
-		ended  bool       // streamEvents is returning: no more writes
+		mu     sync.Mutex    // serializes writes; guards failed and ended
+		failed bool          // a write failed: the client is gone
+		ended  bool          // streamEvents is returning: no more writes
+		writes atomic.Uint64 // writes done
 	)
 	write := func(b []byte, end bool) bool {
 		if out.send(b, end) != nil {
 			failed = true
 		}
+		writes.Add(1)
 		return !failed
 	}
-	mu.Lock() // the timer's function reads beat
+	// The heartbeat also finds a client that stopped reading: a write in
+	// progress at two ticks in a row, with none done in between, has
+	// waited a whole interval for the client. It is cut, and the stream
+	// ends as for a client gone.
+	stuck := ^uint64(0) // writes done when a write was last seen in progress
+	mu.Lock()           // the timer's function reads beat
 	var beat *time.Timer
 	beat = time.AfterFunc(s.heartbeat, func() {
-		mu.Lock()
+		if !mu.TryLock() {
+			if n := writes.Load(); n == stuck {
+				out.cut()
+			} else {
+				stuck = n
+				beat.Reset(s.heartbeat)
+			}
+			return
+		}
 		defer mu.Unlock()
+		stuck = ^uint64(0)
 		if ended || failed {
 			return
 		}
@@ -213,6 +231,10 @@ func openResponse(w http.ResponseWriter, r *http.Request) (*responseSink, error)
 
 func (rs *responseSink) piece(f []byte) []byte { return unchunk(f) }
 
+func (rs *responseSink) cut() {
+	_ = http.NewResponseController(rs.w).SetWriteDeadline(time.Unix(1, 0))
+}
+
 // send writes b and flushes it, unless the stream ends with b: then net/http
 // sends b with the end of the response, in one system call.
 func (rs *responseSink) send(b []byte, end bool) error {
@@ -296,6 +318,8 @@ func (cs *connSink) read(br *bufio.Reader, sub *runs.Subscription) {
 func (cs *connSink) gone() bool { return cs.clientGone.Load() }
 
 func (cs *connSink) piece(f []byte) []byte { return f }
+
+func (cs *connSink) cut() { _ = cs.conn.SetWriteDeadline(time.Unix(1, 0)) }
 
 func (cs *connSink) send(b []byte, end bool) error {
 	if !end {

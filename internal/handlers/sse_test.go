@@ -11,10 +11,12 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 // TestLongReplayArrivesWhole: a replay many times larger than one write
@@ -184,5 +186,47 @@ func TestStreamsWait(t *testing.T) {
 	}
 	if err == nil {
 		t.Error("a stream started after Wait gave up was not cut")
+	}
+}
+
+// TestStalledClientIsCut: a client that keeps its connection but stops
+// reading holds no stream for long. Once a write to it has waited a whole
+// heartbeat interval, the stream ends and frees its subscription; the run
+// is not held up meanwhile. Both kinds of stream: written to the hijacked
+// connection (HTTP/1.1) and through net/http (HTTP/1.0).
+func TestStalledClientIsCut(t *testing.T) {
+	for _, proto := range []string{"HTTP/1.1", "HTTP/1.0"} {
+		t.Run(proto, func(t *testing.T) {
+			s := startStackWith(t, stackOptions{heartbeat: 20 * time.Millisecond})
+			if err := s.runs.Create(context.Background(), "loop_stall", json.RawMessage(`{"status":"running"}`)); err != nil {
+				t.Fatal(err)
+			}
+			d := net.Dialer{Control: func(_, _ string, c syscall.RawConn) error {
+				var err error
+				_ = c.Control(func(fd uintptr) { err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4096) })
+				return err
+			}}
+			conn, err := d.Dial("tcp", s.srv.Listener.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			if _, err := io.WriteString(conn, "GET /v1/loops/loop_stall/events "+proto+"\r\nHost: sampled\r\n\r\n"); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "the subscription", func() bool { return s.runs.Subscribers() == 1 })
+			// Far more than the socket buffers hold; the client reads none
+			// of it, and the subscription's buffer is not exceeded.
+			pad := strings.Repeat("x", 64<<10)
+			for i := range 128 {
+				data := json.RawMessage(fmt.Sprintf(`{"i":%d,"pad":%q}`, i, pad))
+				if _, err := s.runs.Append(context.Background(), "loop_stall", "tool.completed", data, false); err != nil {
+					t.Fatal(err)
+				}
+			}
+			eventually(t, "the stalled stream to end", func() bool {
+				return s.runs.Subscribers() == 0 && testutil.ToFloat64(s.metrics.SSESubscribers) == 0
+			})
+		})
 	}
 }
