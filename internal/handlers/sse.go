@@ -63,6 +63,9 @@ type sink interface {
 	send(b []byte, end bool) error
 	// cut makes a send in progress fail now.
 	cut()
+	// gone reports whether the client went away; once the subscription
+	// ended, the answer is final.
+	gone() bool
 }
 
 // streamEvents writes a run's events with id > after as SSE, follows live
@@ -199,12 +202,7 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 	mu.Lock()
 	defer mu.Unlock()
 	ended = true
-	gone := failed
-	if cs != nil {
-		gone = gone || cs.gone()
-	} else {
-		gone = gone || r.Context().Err() != nil
-	}
+	gone := failed || out.gone()
 	if !gone && !finished {
 		write(nil, true)
 	}
@@ -216,6 +214,7 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 // the handler returns.
 type responseSink struct {
 	w    http.ResponseWriter
+	r    *http.Request
 	sess *sse.Session
 }
 
@@ -226,8 +225,11 @@ func openResponse(w http.ResponseWriter, r *http.Request) (*responseSink, error)
 	}
 	// Streams last as long as the loop: no write deadline.
 	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
-	return &responseSink{w: w, sess: sess}, sess.Flush()
+	return &responseSink{w: w, r: r, sess: sess}, sess.Flush()
 }
+
+// gone: net/http ends the request's context when the client goes away.
+func (rs *responseSink) gone() bool { return rs.r.Context().Err() != nil }
 
 func (rs *responseSink) piece(f []byte) []byte { return unchunk(f) }
 
@@ -313,8 +315,6 @@ func (cs *connSink) read(br *bufio.Reader, sub *runs.Subscription) {
 	sub.Close()
 }
 
-// gone reports whether the client closed the connection. Once the stream's
-// subscription ended, it is final.
 func (cs *connSink) gone() bool { return cs.clientGone.Load() }
 
 func (cs *connSink) piece(f []byte) []byte { return f }
@@ -331,8 +331,8 @@ func (cs *connSink) send(b []byte, end bool) error {
 	return err
 }
 
-// close closes the connection, after sending what was written, and waits
-// for the read goroutine.
+// close closes the connection, which sends what was written and then the
+// end of the connection, and waits for the read goroutine.
 //
 // It first yields: when a run ends, all its streams are readied at once to
 // write the terminal event, and closing a connection costs more than that
@@ -343,9 +343,6 @@ func (cs *connSink) send(b []byte, end bool) error {
 func (cs *connSink) close() {
 	runtime.Gosched()
 	cs.closing.Store(true)
-	if tc, ok := cs.conn.(interface{ CloseWrite() error }); ok {
-		_ = tc.CloseWrite()
-	}
 	_ = cs.conn.Close()
 	<-cs.readEnd
 	cs.release()
@@ -395,28 +392,20 @@ func (s *Streams) add(conn net.Conn) (release func()) {
 // those left, and of any stream that starts later, waits for them to end and
 // returns ctx's error.
 func (s *Streams) Wait(ctx context.Context) error {
-	s.mu.Lock()
-	idle := s.idle
-	s.mu.Unlock()
-	select {
-	case <-idle:
-		return nil
-	case <-ctx.Done():
-	}
-	s.abort()
-	s.mu.Lock()
-	idle, cut := s.idle, s.n > 0
-	s.mu.Unlock()
-	if !cut {
-		return nil
-	}
+	var err error // ctx's, once streams were cut
 	for {
-		<-idle
 		s.mu.Lock()
-		idle, cut = s.idle, s.n > 0
+		idle, n := s.idle, s.n
 		s.mu.Unlock()
-		if !cut {
-			return ctx.Err()
+		if n == 0 {
+			return err
+		}
+		select {
+		case <-idle:
+		case <-ctx.Done():
+			s.abort() // closes their connections: the streams end
+			err = ctx.Err()
+			<-idle
 		}
 	}
 }
