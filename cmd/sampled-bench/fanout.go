@@ -192,7 +192,7 @@ type service struct {
 const fanoutRun = "loop_fanout"
 
 func startService(ctx context.Context) (*service, error) {
-	a, err := app.New(ctx, app.Options{Getenv: func(string) string { return "" }})
+	a, err := app.New(ctx, app.Options{})
 	if err != nil {
 		return nil, err
 	}

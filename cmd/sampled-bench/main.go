@@ -36,6 +36,7 @@ import (
 	"time"
 
 	"github.com/sampled/sampled/internal/app"
+	"github.com/sampled/sampled/internal/config"
 )
 
 func main() {
@@ -86,7 +87,11 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	defer stopFake()
 
 	env := map[string]string{"SAMPLING_PROVIDER": "openai", "SAMPLING_ENDPOINT": fakeURL + "/v1", "SAMPLING_MODEL": "gpt-4o-mini"}
-	a, err := app.New(ctx, app.Options{Getenv: func(k string) string { return env[k] }})
+	cfg, err := config.Load(func(k string) string { return env[k] }, nil)
+	if err != nil {
+		return err
+	}
+	a, err := app.New(ctx, app.Options{Config: cfg})
 	if err != nil {
 		return err
 	}

@@ -12,11 +12,11 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/sampled/sampled/internal/app"
+	"github.com/sampled/sampled/internal/config"
 )
 
 func main() {
@@ -28,57 +28,28 @@ func main() {
 	}
 }
 
-// serverConfig is the service configuration read from flags and the environment.
-type serverConfig struct {
-	addr             string
-	maxBodyBytes     int64
-	defaultMaxTokens int
-	shutdownTimeout  time.Duration
-	logFormat        string
-}
+// shutdownTimeout bounds the drain of in-flight requests at shutdown.
+const shutdownTimeout = 30 * time.Second
 
-func readConfig(args []string, getenv func(string) string, stderr io.Writer) (serverConfig, error) {
-	c := serverConfig{addr: ":8080", maxBodyBytes: 4 << 20, defaultMaxTokens: 1024, shutdownTimeout: 30 * time.Second, logFormat: "json"}
-	if v := getenv("SAMPLED_ADDR"); v != "" {
-		c.addr = v
-	}
-	if v := getenv("SAMPLED_LOG_FORMAT"); v != "" {
-		c.logFormat = v
-	}
-	for _, e := range []struct {
-		name string
-		dst  *int64
-	}{{"SAMPLED_MAX_BODY_BYTES", &c.maxBodyBytes}} {
-		if v := getenv(e.name); v != "" {
-			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n <= 0 {
-				return c, fmt.Errorf("%s: want a positive number of bytes, got %q", e.name, v)
-			}
-			*e.dst = n
-		}
-	}
-	if v := getenv("SAMPLED_MAX_TOKENS"); v != "" {
-		n, err := strconv.Atoi(v)
-		if err != nil || n <= 0 {
-			return c, fmt.Errorf("SAMPLED_MAX_TOKENS: want a positive integer, got %q", v)
-		}
-		c.defaultMaxTokens = n
+// readConfig reads the configuration from the environment (config.Load is
+// its one reader) and lets flags override the server settings.
+func readConfig(args []string, getenv func(string) string, stderr io.Writer) (*config.Config, error) {
+	c, err := config.Load(getenv, nil)
+	if err != nil {
+		return nil, err
 	}
 	fs := flag.NewFlagSet("sampled", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&c.addr, "addr", c.addr, "listen address (env SAMPLED_ADDR)")
-	fs.Int64Var(&c.maxBodyBytes, "max-body-bytes", c.maxBodyBytes, "largest request body (env SAMPLED_MAX_BODY_BYTES)")
-	fs.StringVar(&c.logFormat, "log-format", c.logFormat, "json or text (env SAMPLED_LOG_FORMAT)")
+	fs.StringVar(&c.Server.Addr, "addr", c.Server.Addr, "listen address (env SAMPLED_ADDR)")
+	fs.Int64Var(&c.Server.MaxBodyBytes, "max-body-bytes", c.Server.MaxBodyBytes, "largest request body, 0 for the default (env SAMPLED_MAX_BODY_BYTES)")
+	fs.StringVar(&c.Server.LogFormat, "log-format", c.Server.LogFormat, "json or text (env SAMPLED_LOG_FORMAT)")
 	if len(args) > 0 {
 		args = args[1:]
 	}
 	if err := fs.Parse(args); err != nil {
-		return c, err
+		return nil, err
 	}
-	if c.logFormat != "json" && c.logFormat != "text" {
-		return c, fmt.Errorf("log format: want json or text, got %q", c.logFormat)
-	}
-	return c, nil
+	return c, c.Server.Check()
 }
 
 // run starts the service and blocks until ctx ends, then drains in-flight
@@ -90,18 +61,18 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return err
 	}
 	var logHandler slog.Handler = slog.NewJSONHandler(stderr, nil)
-	if cfg.logFormat == "text" {
+	if cfg.Server.LogFormat == "text" {
 		logHandler = slog.NewTextHandler(stderr, nil)
 	}
 	log := slog.New(logHandler)
 
-	a, err := app.New(ctx, app.Options{Getenv: getenv, Logger: log, MaxBodyBytes: cfg.maxBodyBytes, DefaultMaxTokens: cfg.defaultMaxTokens})
+	a, err := app.New(ctx, app.Options{Config: cfg, Logger: log})
 	if err != nil {
 		return err
 	}
 	defer a.Close()
 
-	ln, err := net.Listen("tcp", cfg.addr)
+	ln, err := net.Listen("tcp", cfg.Server.Addr)
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
@@ -126,7 +97,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	case <-ctx.Done():
 	}
 	log.Info("shutting down: draining in-flight requests")
-	sctx, cancel := context.WithTimeout(context.Background(), cfg.shutdownTimeout)
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
 	shut := make(chan error, 1)
 	go func() { shut <- srv.Shutdown(sctx) }()

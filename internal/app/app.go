@@ -24,15 +24,13 @@ import (
 
 // Options configure an App. Zero values mean the documented defaults.
 type Options struct {
-	// Getenv reads the environment (SAMPLED_CONFIG, SAMPLING_*).
-	Getenv func(string) string
+	// Config nil means the configuration of an empty environment: the
+	// offline provider alone.
+	Config *config.Config
 	// Logger nil discards logs.
 	Logger *slog.Logger
 	// Registry nil means a new registry with the Go and process collectors.
 	Registry *prometheus.Registry
-	// MaxBodyBytes 0 means 4 MiB; DefaultMaxTokens 0 means 1024.
-	MaxBodyBytes     int64
-	DefaultMaxTokens int
 }
 
 // App is the assembled service.
@@ -63,19 +61,22 @@ func New(ctx context.Context, o Options) (*App, error) {
 		reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}
 	m := metrics.New(reg)
-	pc, err := config.Load(o.Getenv, nil)
-	if err != nil {
-		return nil, err
+	pc := o.Config
+	if pc == nil {
+		var err error
+		if pc, err = config.Load(func(string) string { return "" }, nil); err != nil {
+			return nil, err
+		}
 	}
-	providers, cat, err := buildProviders(pc)
-	if err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+	providers, cat := buildProviders(pc)
+	for i, p := range providers {
+		providers[i] = meter(p, cat, m)
 	}
 	svc, err := sampler.New(sampler.Options{
 		Providers:        providers,
 		Catalog:          cat,
-		Metrics:          m,
-		DefaultMaxTokens: o.DefaultMaxTokens,
+		Observer:         m.Sampling(),
+		DefaultMaxTokens: pc.Server.DefaultMaxTokens,
 		CallTimeout:      time.Duration(pc.CallTimeout),
 	})
 	if err != nil {
@@ -86,14 +87,13 @@ func New(ctx context.Context, o Options) (*App, error) {
 		return nil, fmt.Errorf("tools: %w", err)
 	}
 	a := &App{Catalog: cat, tools: toolReg, store: runs.NewMemory(runs.MemoryOptions{}), streams: handlers.NewStreams()}
-	a.engine = loop.New(loop.Options{Sampler: svc, Tools: toolReg, Store: a.store, Metrics: m, Logger: o.Logger,
-		DefaultMaxTokens: o.DefaultMaxTokens})
+	a.engine = loop.New(loop.Options{Sampler: svc, Tools: toolReg, Store: a.store, Metrics: m, Logger: o.Logger})
 	a.Handler = handlers.New(handlers.Config{
 		Sampler:      svc,
 		Metrics:      m,
 		Gatherer:     reg,
 		Logger:       o.Logger,
-		MaxBodyBytes: o.MaxBodyBytes,
+		MaxBodyBytes: pc.Server.MaxBodyBytes,
 		Loops:        a.engine,
 		Runs:         a.store,
 		Tools:        toolReg,

@@ -1,7 +1,6 @@
 package app
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/sampled/sampled/internal/config"
@@ -13,7 +12,8 @@ import (
 )
 
 // buildProviders creates the configured providers and the model catalog.
-func buildProviders(c *config.Config) ([]sampler.Provider, *sampler.Catalog, error) {
+// config.Load checked the configuration.
+func buildProviders(c *config.Config) ([]sampler.Provider, *sampler.Catalog) {
 	var (
 		providers []sampler.Provider
 		models    []sampler.Model
@@ -22,9 +22,6 @@ func buildProviders(c *config.Config) ([]sampler.Provider, *sampler.Catalog, err
 	for _, p := range c.Providers {
 		switch p.Type {
 		case config.TypeOffline:
-			if p.Name != "offline" {
-				return nil, nil, fmt.Errorf("provider %s: the offline provider must be named offline", p.Name)
-			}
 			providers = append(providers, offline.New())
 		case config.TypeOpenAI:
 			providers = append(providers, openai.New(openai.Options{Name: p.Name, BaseURL: p.Endpoint, APIKey: p.APIKey.Reveal(), ResponseHeaderTimeout: header}))
@@ -32,17 +29,11 @@ func buildProviders(c *config.Config) ([]sampler.Provider, *sampler.Catalog, err
 			providers = append(providers, anthropic.New(anthropic.Options{Name: p.Name, BaseURL: p.Endpoint, APIKey: p.APIKey.Reveal(), ResponseHeaderTimeout: header}))
 		case config.TypeOllama:
 			providers = append(providers, ollama.New(ollama.Options{Name: p.Name, BaseURL: p.Endpoint, ResponseHeaderTimeout: header}))
-		default:
-			return nil, nil, fmt.Errorf("provider %s: unknown type %q", p.Name, p.Type)
 		}
 		for _, m := range p.Models {
 			models = append(models, sampler.Model{Provider: p.Name, Name: m.Name, Aliases: m.Aliases, Fallbacks: m.Fallbacks,
 				Cost: config.Score(m.Cost), Speed: config.Score(m.Speed), Intelligence: config.Score(m.Intelligence)})
 		}
 	}
-	cat, err := sampler.NewCatalog(models, c.Default)
-	if err != nil {
-		return nil, nil, err
-	}
-	return providers, cat, nil
+	return providers, sampler.NewCatalog(models, c.Default)
 }

@@ -1,8 +1,12 @@
-// Package config reads which providers and models sampled serves: from the
-// SAMPLING_* environment variables for one provider, or from a YAML file
-// named by SAMPLED_CONFIG for several. API keys are read from the
-// environment or from files, never from the configuration itself, and are
-// never part of an error message.
+// Package config reads sampled's configuration, and is the one reader of
+// its environment: the server settings (SAMPLED_ADDR, SAMPLED_LOG_FORMAT,
+// SAMPLED_MAX_BODY_BYTES, SAMPLED_MAX_TOKENS, SAMPLED_CALL_TIMEOUT) and
+// which providers and models sampled serves, from the SAMPLING_* variables
+// for one provider or from a YAML file named by SAMPLED_CONFIG for several.
+// API keys are read from the environment or from files, never from the
+// configuration itself, and are never part of an error message. Every rule
+// of the configuration is checked here, once; the packages it configures
+// trust it.
 package config
 
 import (
@@ -10,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -24,8 +29,10 @@ const (
 	TypeOllama    = "ollama"
 )
 
-// Config is the providers, models and timeouts of the service.
+// Config is the configuration of the service.
 type Config struct {
+	// Server holds the settings of the HTTP server, from the environment.
+	Server Server `yaml:"-"`
 	// Default is the default model: an ID ("provider/model") or an alias.
 	Default   string     `yaml:"default"`
 	Providers []Provider `yaml:"providers"`
@@ -37,6 +44,57 @@ type Config struct {
 	// MCPServers are the MCP servers whose tools loops may use, in the
 	// widely used mcpServers shape.
 	MCPServers map[string]MCPServer `yaml:"mcpServers"`
+}
+
+// Server is the HTTP server's settings. Zero values mean the defaults of
+// the packages they configure.
+type Server struct {
+	// Addr is the listen address; Load sets ":8080" when unset.
+	Addr string
+	// LogFormat is "json" (set by Load when unset) or "text".
+	LogFormat string
+	// MaxBodyBytes bounds request bodies; 0 means the HTTP layer's default.
+	MaxBodyBytes int64
+	// DefaultMaxTokens applies to requests that give no maxTokens; 0 means
+	// the sampling service's default.
+	DefaultMaxTokens int
+}
+
+// Check checks the settings, e.g. after flags changed them.
+func (s *Server) Check() error {
+	switch {
+	case s.LogFormat != "json" && s.LogFormat != "text":
+		return fmt.Errorf("log format (SAMPLED_LOG_FORMAT, -log-format): want json or text, got %q", s.LogFormat)
+	case s.MaxBodyBytes < 0:
+		return fmt.Errorf("max body bytes (SAMPLED_MAX_BODY_BYTES, -max-body-bytes): want a positive number, got %d", s.MaxBodyBytes)
+	}
+	return nil
+}
+
+// serverFromEnv reads the server settings.
+func serverFromEnv(getenv func(string) string) (Server, error) {
+	s := Server{Addr: ":8080", LogFormat: "json"}
+	if v := getenv("SAMPLED_ADDR"); v != "" {
+		s.Addr = v
+	}
+	if v := getenv("SAMPLED_LOG_FORMAT"); v != "" {
+		s.LogFormat = v
+	}
+	if v := getenv("SAMPLED_MAX_BODY_BYTES"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil || n <= 0 {
+			return s, fmt.Errorf("SAMPLED_MAX_BODY_BYTES: want a positive number of bytes, got %q", v)
+		}
+		s.MaxBodyBytes = n
+	}
+	if v := getenv("SAMPLED_MAX_TOKENS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			return s, fmt.Errorf("SAMPLED_MAX_TOKENS: want a positive integer, got %q", v)
+		}
+		s.DefaultMaxTokens = n
+	}
+	return s, s.Check()
 }
 
 // MCPServer is one entry of mcpServers: Command (+Args, Env) for stdio, URL
@@ -140,6 +198,10 @@ func Load(getenv func(string) string, readFile func(string) ([]byte, error)) (*C
 	if err := c.resolve(getenv, readFile); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
+	var err error
+	if c.Server, err = serverFromEnv(getenv); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
 	return c, nil
 }
 
@@ -220,6 +282,9 @@ func (c *Config) check() error {
 		default:
 			return fmt.Errorf("%s.type: want offline, openai, anthropic or ollama, got %q", at, p.Type)
 		}
+		if (p.Type == TypeOffline) != (p.Name == "offline") {
+			return fmt.Errorf("%s: the offline provider is named offline, and only it", at)
+		}
 		if p.APIKeyEnv != "" && p.APIKeyFile != "" {
 			return fmt.Errorf("%s: give apiKeyEnv or apiKeyFile, not both", at)
 		}
@@ -273,6 +338,8 @@ func (c *Config) check() error {
 	}
 	for name, s := range c.MCPServers {
 		switch {
+		case name == "":
+			return errors.New("mcpServers: a server needs a name")
 		case s.Command == "" && s.URL == "":
 			return fmt.Errorf("mcpServers.%s: give command (stdio) or url (streamable HTTP)", name)
 		case s.Command != "" && s.URL != "":

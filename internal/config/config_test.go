@@ -40,6 +40,25 @@ func TestCallTimeoutFromEnv(t *testing.T) {
 	}
 }
 
+func TestServerFromEnv(t *testing.T) {
+	c, err := Load(env(nil), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(Server{Addr: ":8080", LogFormat: "json"}, c.Server); diff != "" {
+		t.Errorf("defaults (-want +got):\n%s", diff)
+	}
+	c, err = Load(env(map[string]string{"SAMPLED_ADDR": "127.0.0.1:9", "SAMPLED_LOG_FORMAT": "text",
+		"SAMPLED_MAX_BODY_BYTES": "1000", "SAMPLED_MAX_TOKENS": "77"}), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Server{Addr: "127.0.0.1:9", LogFormat: "text", MaxBodyBytes: 1000, DefaultMaxTokens: 77}
+	if diff := cmp.Diff(want, c.Server); diff != "" {
+		t.Errorf("from env (-want +got):\n%s", diff)
+	}
+}
+
 func TestFromEnv(t *testing.T) {
 	tests := []struct {
 		name        string
@@ -141,12 +160,18 @@ func TestBadConfigNamesTheField(t *testing.T) {
 		{name: "score out of range", yaml: base("      - name: m\n        cost: 3\n"), want: "providers[0].models[0].cost"},
 		{name: "unknown fallback", yaml: base("      - name: m\n        fallbacks: [nope/x]\n"), want: "providers[0].models[0].fallbacks[0]"},
 		{name: "unknown default", yaml: "default: nope\n" + base("      - name: m\n"), want: "default"},
+		{name: "duplicate model", yaml: base("      - name: m\n      - name: m\n"), want: "providers[0].models[1].name"},
+		{name: "model without name", yaml: base("      - cost: 1\n"), want: "providers[0].models[0].name: required"},
 		{name: "duplicate alias", yaml: base("      - name: m\n        aliases: [a]\n      - name: n\n        aliases: [a]\n"), want: "providers[0].models[1].aliases[0]"},
 		{name: "bad duration", yaml: "callTimeout: soon\n" + base("      - name: m\n"), want: "duration"},
 		{name: "missing key env", yaml: "providers:\n  - name: o\n    type: openai\n    apiKeyEnv: NOPE\n    models: [{name: m}]\n", want: "providers[0].apiKeyEnv"},
 		{name: "anthropic without key", yaml: "providers:\n  - name: a\n    type: anthropic\n    models: [{name: m}]\n", want: "providers[0]: anthropic needs an API key"},
 		{name: "bad endpoint", yaml: "providers:\n  - name: o\n    type: ollama\n    endpoint: localhost:11434\n    models: [{name: m}]\n", want: "providers[0].endpoint"},
 		{name: "mcp server without command or url", yaml: base("      - name: m\n") + "mcpServers:\n  git: {}\n", want: "mcpServers.git"},
+		{name: "mcp server with command and url", yaml: base("      - name: m\n") + "mcpServers:\n  git: {command: git-mcp, url: 'http://127.0.0.1:1/mcp'}\n", want: "mcpServers.git: give command or url, not both"},
+		{name: "mcp server without a name", yaml: base("      - name: m\n") + "mcpServers:\n  '': {command: x}\n", want: "mcpServers: a server needs a name"},
+		{name: "offline type under another name", yaml: "providers:\n  - name: local\n    type: offline\n    models: [{name: m}]\n", want: "providers[0]: the offline provider is named offline"},
+		{name: "offline name for another type", yaml: "providers:\n  - name: offline\n    type: ollama\n    models: [{name: m}]\n", want: "providers[0]: the offline provider is named offline"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -169,6 +194,16 @@ func TestBadConfigNamesTheField(t *testing.T) {
 			t.Errorf("err = %v", err)
 		}
 	})
+	for _, e := range []struct{ name, value string }{
+		{"SAMPLED_MAX_BODY_BYTES", "-1"}, {"SAMPLED_MAX_TOKENS", "many"}, {"SAMPLED_LOG_FORMAT", "xml"},
+	} {
+		t.Run("bad "+e.name, func(t *testing.T) {
+			_, err := Load(env(map[string]string{e.name: e.value}), nil)
+			if err == nil || !strings.Contains(err.Error(), e.name) {
+				t.Errorf("err = %v, want one naming %s", err, e.name)
+			}
+		})
+	}
 	t.Run("missing file", func(t *testing.T) {
 		_, err := Load(env(map[string]string{"SAMPLED_CONFIG": "nope.yaml"}), files(nil))
 		if !errors.Is(err, fs.ErrNotExist) {

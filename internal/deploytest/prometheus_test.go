@@ -22,6 +22,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/sampled/sampled/internal/app"
+	"github.com/sampled/sampled/internal/config"
 	"github.com/sampled/sampled/internal/tools/mcptest"
 )
 
@@ -81,7 +82,11 @@ func TestDashboardAndAlertsAgainstPrometheus(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := map[string]string{"SAMPLED_CONFIG": filepath.Join(dir, "sampled.yaml")}
-	a, err := app.New(ctx, app.Options{Getenv: func(k string) string { return env[k] }})
+	c, err := config.Load(func(k string) string { return env[k] }, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := app.New(ctx, app.Options{Config: c})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"math"
 	"net/http"
 	"strconv"
 	"strings"
@@ -66,25 +67,18 @@ func (s *server) handleStartLoop(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	// The engine checks the limits and fills in its defaults.
 	spec := loop.Spec{SystemPrompt: b.SystemPrompt, ModelSpec: b.Model, ModelPreferences: b.ModelPreferences,
-		AllowedTools: b.AllowedTools, ToolChoice: b.ToolChoice, Temperature: b.Temperature}
-	// Given limits must be in range; absent ones take the defaults.
-	var errs []sampler.FieldError
-	if b.MaxIterations != nil {
-		if spec.MaxIterations = *b.MaxIterations; spec.MaxIterations < 1 || spec.MaxIterations > 100 {
-			errs = append(errs, sampler.FieldError{Path: "/maxIterations", Message: "maxIterations must be between 1 and 100"})
-		}
-	}
+		AllowedTools: b.AllowedTools, ToolChoice: b.ToolChoice, Temperature: b.Temperature,
+		MaxIterations: b.MaxIterations, MaxTokens: b.MaxTokens}
 	if b.TimeoutMs != nil {
-		if spec.Timeout = time.Duration(*b.TimeoutMs) * time.Millisecond; *b.TimeoutMs < 1 || *b.TimeoutMs > 3_600_000 {
-			errs = append(errs, sampler.FieldError{Path: "/timeoutMs", Message: "timeoutMs must be between 1 and 3600000"})
+		d := time.Duration(*b.TimeoutMs) * time.Millisecond
+		if ms, most := *b.TimeoutMs, int64(math.MaxInt64/time.Millisecond); ms > most || ms < -most {
+			d = math.MaxInt64 // out of range, and refused as such
 		}
+		spec.Timeout = &d
 	}
-	if b.MaxTokens != nil {
-		if spec.MaxTokens = *b.MaxTokens; spec.MaxTokens < 1 {
-			errs = append(errs, sampler.FieldError{Path: "/maxTokens", Message: "maxTokens must be greater than 0"})
-		}
-	}
+	var errs []sampler.FieldError
 	switch {
 	case b.Prompt != nil && b.Messages != nil:
 		errs = append(errs, sampler.FieldError{Path: "/prompt", Message: "give either prompt or messages, not both"})

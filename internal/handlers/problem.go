@@ -67,7 +67,7 @@ func problemFor(err error) Problem {
 	case errors.As(err, &exh):
 		return Problem{Type: problemBase + "sample-validation-error", Title: "No valid answer within the allowed attempts",
 			Status: http.StatusUnprocessableEntity, Detail: exh.Error(), Errors: exh.Errors,
-			Extensions: map[string]any{"method": exh.Method, "attempts": exh.Attempts, "lastResult": exh.LastResult}}
+			Extensions: map[string]any{"method": exh.Method, "attempts": exh.Attempts, "lastResult": newResultBody(exh.LastResult)}}
 	case errors.As(err, &up):
 		p := Problem{Type: problemBase + "upstream-error", Title: "Upstream provider failed", Status: http.StatusBadGateway,
 			Detail: up.Error(), Extensions: map[string]any{"provider": up.Provider}}

@@ -30,6 +30,32 @@ type sampleBody struct {
 	Retries         *int                `json:"retries"`
 }
 
+// resultBody is the body of a 200 response of POST /v1/sample and its
+// helpers, and the lastResult of their 422 problems.
+type resultBody struct {
+	Model      string              `json:"model"`
+	Provider   string              `json:"provider"`
+	Role       sampler.Role        `json:"role"`
+	Content    []sampler.Content   `json:"content"`
+	Text       string              `json:"text"`
+	StopReason string              `json:"stopReason,omitempty"`
+	Usage      sampler.Usage       `json:"usage"`
+	Attempts   int                 `json:"attempts"`
+	DurationMs int64               `json:"durationMs"`
+	Parsed     json.RawMessage     `json:"parsed,omitzero"`
+	ParseError *sampler.ParseError `json:"parseError,omitempty"`
+	ToolCalls  []sampler.ToolCall  `json:"toolCalls,omitzero"`
+}
+
+func newResultBody(res *sampler.Result) *resultBody {
+	if res == nil {
+		return nil
+	}
+	return &resultBody{Model: res.Model, Provider: res.Provider, Role: res.Role, Content: res.Content, Text: res.Text,
+		StopReason: res.StopReason, Usage: res.Usage, Attempts: res.Attempts, DurationMs: res.Duration.Milliseconds(),
+		Parsed: res.Parsed, ParseError: res.ParseError, ToolCalls: res.ToolCalls}
+}
+
 // params checks the body's own rules and converts it for the domain.
 func (b *sampleBody) params(defaultMaxTokens int, endpoint string) (*sampler.Params, error) {
 	tools, errs := decodeItems[sampler.Tool]("tools", b.Tools)
@@ -67,7 +93,6 @@ func (b *sampleBody) params(defaultMaxTokens int, endpoint string) (*sampler.Par
 		ModelSpec:        b.Model,
 		ModelPreferences: b.ModelPreferences,
 		Retries:          b.Retries,
-		Endpoint:         endpoint,
 	}
 	if b.MaxTokens != nil {
 		p.MaxTokens = *b.MaxTokens
@@ -105,12 +130,12 @@ func (s *server) serveSample(w http.ResponseWriter, r *http.Request, endpoint st
 		return
 	}
 	res, err := run(r.Context(), p)
-	logSample(r.Context(), p, res, err)
+	s.sampled(r.Context(), endpoint, p, res, err)
 	if err != nil {
 		s.writeError(w, r, err)
 		return
 	}
-	s.writeJSON(w, http.StatusOK, res)
+	s.writeJSON(w, http.StatusOK, newResultBody(res))
 }
 
 func (s *server) handleSample(w http.ResponseWriter, r *http.Request) {
@@ -125,22 +150,24 @@ func (s *server) handleSampleTools(w http.ResponseWriter, r *http.Request) {
 	s.serveSample(w, r, "sample_tools", s.sampler.SampleTools)
 }
 
-// logSample adds the sampling outcome (never the prompt) to the request's
-// log line.
-func logSample(ctx context.Context, p *sampler.Params, res *sampler.Result, err error) {
-	attrs := []slog.Attr{slog.String("endpoint", p.Endpoint), slog.String("mode", p.Mode())}
+// sampled counts a finished sampling request and adds its outcome (never
+// the prompt) to the request's log line.
+func (s *server) sampled(ctx context.Context, endpoint string, p *sampler.Params, res *sampler.Result, err error) {
+	outcome, modelID := sampler.Outcome(ctx, res, err)
+	mode := p.Mode()
+	s.metrics.CountSample(endpoint, mode, modelID, outcome)
+	attrs := []slog.Attr{slog.String("endpoint", endpoint), slog.String("mode", mode), slog.String("outcome", outcome)}
 	var ex *sampler.ExhaustedError
 	switch {
 	case err == nil:
-		attrs = append(attrs, slog.String("provider", res.Provider), slog.String("model", res.Model),
-			slog.Int("attempts", res.Attempts), slog.String("outcome", "ok"))
+		attrs = append(attrs, slog.String("provider", res.Provider), slog.String("model", res.Model), slog.Int("attempts", res.Attempts))
 	case errors.As(err, &ex):
 		if ex.LastResult != nil {
 			attrs = append(attrs, slog.String("provider", ex.LastResult.Provider), slog.String("model", ex.LastResult.Model))
 		}
-		attrs = append(attrs, slog.Int("attempts", ex.Attempts), slog.String("outcome", "exhausted"))
+		attrs = append(attrs, slog.Int("attempts", ex.Attempts))
 	default:
-		attrs = append(attrs, slog.String("outcome", "error"), slog.String("error", err.Error()))
+		attrs = append(attrs, slog.String("error", err.Error()))
 	}
 	addLog(ctx, attrs...)
 }

@@ -37,7 +37,7 @@ type Config struct {
 	Gatherer prometheus.Gatherer
 	// Logger nil discards logs.
 	Logger *slog.Logger
-	// MaxBodyBytes bounds request bodies; 0 means 4 MiB.
+	// MaxBodyBytes bounds request bodies; 0 means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 	// Ready reports whether dependencies are reachable; nil means ready.
 	Ready func(ctx context.Context) error
@@ -51,6 +51,9 @@ type Config struct {
 	// waits for with Streams.Wait.
 	Streams *Streams
 }
+
+// DefaultMaxBodyBytes bounds request bodies unless Config says otherwise.
+const DefaultMaxBodyBytes = 4 << 20
 
 type server struct {
 	mux            *chi.Mux
@@ -89,7 +92,7 @@ func New(c Config) http.Handler {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	if s.maxBody <= 0 {
-		s.maxBody = 4 << 20
+		s.maxBody = DefaultMaxBodyBytes
 	}
 	return s.routes()
 }

@@ -68,11 +68,8 @@ func startStackWith(t testing.TB, o stackOptions) *stack {
 		providers = append(providers, p)
 		models = append(models, sampler.Model{Provider: p.Name(), Name: "m"})
 	}
-	cat, err := sampler.NewCatalog(models, "offline/default")
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := sampler.New(sampler.Options{Providers: providers, Catalog: cat, Metrics: s.metrics, Upstream: o.upstream})
+	cat := sampler.NewCatalog(models, "offline/default")
+	svc, err := sampler.New(sampler.Options{Providers: providers, Catalog: cat, Observer: s.metrics.Sampling(), Upstream: o.upstream})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -51,7 +51,7 @@ func (s *timedSampler) Sample(ctx context.Context, p *sampler.Params) (*sampler.
 func BenchmarkIteration(b *testing.B) {
 	reg := newRegistry(b, false, nil)
 	tt := &timedTools{ToolSource: reg}
-	ts := &timedSampler{Sampler: offlineSampler(b, nil)}
+	ts := &timedSampler{Sampler: offlineSampler(b)}
 	e, store := newEngine(b, loop.Options{Sampler: ts, Tools: tt})
 	spec := loop.Spec{Messages: prompt("calculate 2 * (3 + 4)")}
 

@@ -46,6 +46,8 @@ const (
 type Sampler interface {
 	Sample(ctx context.Context, p *sampler.Params) (*sampler.Result, error)
 	Check(p *sampler.Params) error
+	// DefaultMaxTokens is the maxTokens of a loop that gives none.
+	DefaultMaxTokens() int
 }
 
 // ToolSource lists and calls the tools a loop may use.
@@ -75,8 +77,6 @@ type Options struct {
 	Timeout       time.Duration
 	ToolTimeout   time.Duration
 	Parallel      int
-	// DefaultMaxTokens applies when a spec gives none; 0 means 1024.
-	DefaultMaxTokens int
 }
 
 // Spec is what a client asks a loop to do.
@@ -87,12 +87,21 @@ type Spec struct {
 	ModelPreferences *sampler.ModelPreferences
 	// AllowedTools are glob patterns (path.Match) over exposed tool names;
 	// empty allows every tool.
-	AllowedTools  []string
-	ToolChoice    *sampler.ToolChoice
-	MaxIterations int
-	Timeout       time.Duration
-	MaxTokens     int
+	AllowedTools []string
+	ToolChoice   *sampler.ToolChoice
+	// MaxIterations (1 to 100), Timeout (1 ms to 1 h) and MaxTokens (> 0)
+	// nil mean the engine's defaults (Options; the Sampler's maxTokens).
+	MaxIterations *int
+	Timeout       *time.Duration
+	MaxTokens     *int
 	Temperature   *float64
+}
+
+// limits are a run's limits, its Spec's or the engine's defaults.
+type limits struct {
+	maxIterations int
+	timeout       time.Duration
+	maxTokens     int
 }
 
 // Snapshot is the state of a run, as GET /v1/loops/{id} returns it.
@@ -136,9 +145,6 @@ func New(o Options) *Engine {
 	if o.Parallel <= 0 {
 		o.Parallel = 4
 	}
-	if o.DefaultMaxTokens <= 0 {
-		o.DefaultMaxTokens = 1024
-	}
 	if o.Metrics == nil {
 		o.Metrics = metrics.New(nil)
 	}
@@ -155,7 +161,8 @@ var errCancelled = errors.New("loop cancelled")
 // The loop ends when ctx ends (a streaming client that went away), on
 // Cancel, or by its own limits.
 func (e *Engine) Start(ctx context.Context, spec Spec) (string, error) {
-	if err := e.check(&spec); err != nil {
+	lim, err := e.check(&spec)
+	if err != nil {
 		return "", err
 	}
 	id := newID("loop_")
@@ -167,8 +174,8 @@ func (e *Engine) Start(ctx context.Context, spec Spec) (string, error) {
 			names = append(names, t.Name)
 		}
 	}
-	snap := &Snapshot{ID: id, TraceID: trace, Status: StatusRunning, Tools: names, MaxIterations: spec.MaxIterations,
-		TimeoutMs: spec.Timeout.Milliseconds(), Messages: spec.Messages, CreatedAt: time.Now().UTC()}
+	snap := &Snapshot{ID: id, TraceID: trace, Status: StatusRunning, Tools: names, MaxIterations: lim.maxIterations,
+		TimeoutMs: lim.timeout.Milliseconds(), Messages: spec.Messages, CreatedAt: time.Now().UTC()}
 	b, _ := json.Marshal(snap)
 	if err := e.o.Store.Create(ctx, id, b); err != nil {
 		return "", fmt.Errorf("loop: create run: %w", err)
@@ -185,7 +192,7 @@ func (e *Engine) Start(ctx context.Context, spec Spec) (string, error) {
 		defer e.o.Metrics.LoopsActive.Dec()
 		defer stop()
 		defer cancel(nil)
-		r := &run{e: e, id: id, spec: spec, defs: defs, snap: snap, log: e.o.Logger.With("loopId", id, "traceId", trace)}
+		r := &run{e: e, id: id, spec: spec, lim: lim, defs: defs, snap: snap, log: e.o.Logger.With("loopId", id, "traceId", trace)}
 		r.run(lctx)
 	}()
 	return id, nil
@@ -220,26 +227,28 @@ func (e *Engine) Close() {
 	e.wg.Wait()
 }
 
-// check fills defaults and validates a spec.
-func (e *Engine) check(s *Spec) error {
+// check validates a spec and returns its limits; it owns the rules of a
+// loop's limits.
+func (e *Engine) check(s *Spec) (limits, error) {
 	var errs []sampler.FieldError
 	if len(s.Messages) == 0 {
 		errs = append(errs, sampler.FieldError{Path: "/messages", Message: "give prompt or messages"})
 	}
-	switch {
-	case s.MaxIterations == 0:
-		s.MaxIterations = e.o.MaxIterations
-	case s.MaxIterations < 0 || s.MaxIterations > 100:
-		errs = append(errs, sampler.FieldError{Path: "/maxIterations", Message: "maxIterations must be between 1 and 100"})
+	lim := limits{maxIterations: e.o.MaxIterations, timeout: e.o.Timeout, maxTokens: e.o.Sampler.DefaultMaxTokens()}
+	if s.MaxIterations != nil {
+		if lim.maxIterations = *s.MaxIterations; lim.maxIterations < 1 || lim.maxIterations > 100 {
+			errs = append(errs, sampler.FieldError{Path: "/maxIterations", Message: "maxIterations must be between 1 and 100"})
+		}
 	}
-	switch {
-	case s.Timeout == 0:
-		s.Timeout = e.o.Timeout
-	case s.Timeout < 0 || s.Timeout > time.Hour:
-		errs = append(errs, sampler.FieldError{Path: "/timeoutMs", Message: "timeoutMs must be between 1 and 3600000"})
+	if s.Timeout != nil {
+		if lim.timeout = *s.Timeout; lim.timeout < time.Millisecond || lim.timeout > time.Hour {
+			errs = append(errs, sampler.FieldError{Path: "/timeoutMs", Message: "timeoutMs must be between 1 and 3600000"})
+		}
 	}
-	if s.MaxTokens == 0 {
-		s.MaxTokens = e.o.DefaultMaxTokens
+	if s.MaxTokens != nil {
+		if lim.maxTokens = *s.MaxTokens; lim.maxTokens < 1 {
+			errs = append(errs, sampler.FieldError{Path: "/maxTokens", Message: "maxTokens must be greater than 0"})
+		}
 	}
 	for i, p := range s.AllowedTools {
 		if _, err := path.Match(p, ""); err != nil {
@@ -250,20 +259,17 @@ func (e *Engine) check(s *Spec) error {
 		// The first model call must be acceptable: known model, valid
 		// messages, maxTokens and temperature.
 		err := e.o.Sampler.Check(&sampler.Params{
-			Request:   sampler.Request{Messages: s.Messages, SystemPrompt: s.SystemPrompt, MaxTokens: s.MaxTokens, Temperature: s.Temperature},
+			Request:   sampler.Request{Messages: s.Messages, SystemPrompt: s.SystemPrompt, MaxTokens: lim.maxTokens, Temperature: s.Temperature},
 			ModelSpec: s.ModelSpec, ModelPreferences: s.ModelPreferences,
 		})
 		var inv *sampler.InvalidError
 		if errors.As(err, &inv) {
 			errs = append(errs, inv.Errors...)
 		} else if err != nil {
-			return err
+			return lim, err
 		}
 	}
-	if len(errs) > 0 {
-		return sampler.InvalidAll(errs)
-	}
-	return nil
+	return lim, sampler.InvalidAll(errs)
 }
 
 func newID(prefix string) string {

@@ -30,7 +30,7 @@ var stdTools = []string{"std__calculate", "std__json_query", "std__now", "std__t
 func TestOfflineCalculate(t *testing.T) {
 	t.Parallel()
 	reg := newRegistry(t, false, nil)
-	e, store := newEngine(t, loop.Options{Sampler: offlineSampler(t, nil), Tools: reg})
+	e, store := newEngine(t, loop.Options{Sampler: offlineSampler(t), Tools: reg})
 	id := start(t, e, loop.Spec{Messages: prompt("Please calculate 2 * (3 + 4)")})
 	if !strings.HasPrefix(id, "loop_") {
 		t.Errorf("id %q does not start with loop_", id)
@@ -209,7 +209,7 @@ func TestParallelToolCalls(t *testing.T) {
 			f := newFakeOpenAI(t, sequence(reply{body: toolCallsReply(calls...)}, reply{body: textReply("all done")}))
 			want := min(tt.parallel, tt.calls)
 			g := newGate(reg, want)
-			e, store := newEngine(t, loop.Options{Sampler: f.sampler(t, nil), Tools: g, Parallel: tt.parallel})
+			e, store := newEngine(t, loop.Options{Sampler: f.sampler(t, 0), Tools: g, Parallel: tt.parallel})
 			id := start(t, e, loop.Spec{Messages: prompt("Wait a little, several times.")})
 			evs := collect(t, store, id)
 			if d := last(evs); d.Status != loop.StatusCompleted || d.TotalIterations != 2 {
@@ -297,7 +297,7 @@ func TestToolErrorResults(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFakeOpenAI(t, sequence(reply{body: toolCallsReply(call{"call_1", tt.tool, tt.args})}, reply{body: textReply("I see.")}))
 			m := metrics.New(prometheus.NewRegistry())
-			e, store := newEngine(t, loop.Options{Sampler: f.sampler(t, nil), Tools: reg, Metrics: m})
+			e, store := newEngine(t, loop.Options{Sampler: f.sampler(t, 0), Tools: reg, Metrics: m})
 			id := start(t, e, loop.Spec{Messages: prompt("Use a tool."), AllowedTools: tt.allowed})
 			evs := collect(t, store, id)
 
@@ -358,8 +358,8 @@ func TestMaxIterations(t *testing.T) {
 	f := newFakeOpenAI(t, func(n int, _ chatRequest) reply {
 		return reply{body: toolCallsReply(call{fmt.Sprintf("call_%d", n), "std__calculate", map[string]any{"expression": fmt.Sprintf("%d + 1", n)}})}
 	})
-	e, store := newEngine(t, loop.Options{Sampler: f.sampler(t, nil), Tools: reg})
-	id := start(t, e, loop.Spec{Messages: prompt("Count forever."), MaxIterations: 3})
+	e, store := newEngine(t, loop.Options{Sampler: f.sampler(t, 0), Tools: reg})
+	id := start(t, e, loop.Spec{Messages: prompt("Count forever."), MaxIterations: ptr(3)})
 	evs := collect(t, store, id)
 
 	want := []string{
@@ -420,8 +420,8 @@ func TestToolChoice(t *testing.T) {
 			f := newFakeOpenAI(t, sequence(
 				reply{body: toolCallsReply(call{"call_1", "std__calculate", map[string]any{"expression": "6 * 7"}})},
 				reply{body: textReply("42")}))
-			e, store := newEngine(t, loop.Options{Sampler: f.sampler(t, nil), Tools: reg})
-			id := start(t, e, loop.Spec{Messages: prompt("What is 6 * 7?"), ToolChoice: tt.choice, MaxIterations: tt.maxIterations})
+			e, store := newEngine(t, loop.Options{Sampler: f.sampler(t, 0), Tools: reg})
+			id := start(t, e, loop.Spec{Messages: prompt("What is 6 * 7?"), ToolChoice: tt.choice, MaxIterations: ptr(tt.maxIterations)})
 			evs := collect(t, store, id)
 			if d := last(evs); d.Status != loop.StatusCompleted || d.Result != "42" {
 				t.Errorf("loop.completed = %s", evs[len(evs)-1].Raw)
@@ -456,9 +456,9 @@ func TestTimeout(t *testing.T) {
 	f := newFakeOpenAI(t, sequence(
 		reply{body: toolCallsReply(call{"call_1", "test__slow", map[string]any{"ms": 60000, "marker": marker}})},
 		reply{body: textReply("too late")}))
-	e, store := newEngine(t, loop.Options{Sampler: f.sampler(t, nil), Tools: reg})
+	e, store := newEngine(t, loop.Options{Sampler: f.sampler(t, 0), Tools: reg})
 	// The limit leaves ample time for the call to reach the server first.
-	id := start(t, e, loop.Spec{Messages: prompt("Take your time."), Timeout: 2 * time.Second})
+	id := start(t, e, loop.Spec{Messages: prompt("Take your time."), Timeout: ptr[time.Duration](2 * time.Second)})
 	evs := collect(t, store, id)
 
 	want := []string{
@@ -494,7 +494,7 @@ func TestToolTimeout(t *testing.T) {
 	f := newFakeOpenAI(t, sequence(
 		reply{body: toolCallsReply(call{"call_1", "test__slow", map[string]any{"ms": 60000, "marker": marker}})},
 		reply{body: textReply("never mind")}))
-	e, store := newEngine(t, loop.Options{Sampler: f.sampler(t, nil), Tools: reg, ToolTimeout: 200 * time.Millisecond})
+	e, store := newEngine(t, loop.Options{Sampler: f.sampler(t, 0), Tools: reg, ToolTimeout: 200 * time.Millisecond})
 	id := start(t, e, loop.Spec{Messages: prompt("Take your time.")})
 	evs := collect(t, store, id)
 	tcs := named(evs, loop.EventToolCompleted)
@@ -517,7 +517,7 @@ func slowLoop(t *testing.T, ctx context.Context) (e *loop.Engine, m *metrics.Met
 		reply{body: toolCallsReply(call{"call_1", "test__slow", map[string]any{"ms": 60000, "marker": marker}})},
 		reply{body: textReply("too late")}))
 	m = metrics.New(prometheus.NewRegistry())
-	e, store := newEngine(t, loop.Options{Sampler: f.sampler(t, nil), Tools: reg, Metrics: m})
+	e, store := newEngine(t, loop.Options{Sampler: f.sampler(t, 0), Tools: reg, Metrics: m})
 	id, err := e.Start(ctx, loop.Spec{Messages: prompt("Take your time.")})
 	if err != nil {
 		t.Fatalf("Start: %v", err)
@@ -613,7 +613,7 @@ func TestDyingServer(t *testing.T) {
 		reply{body: toolCallsReply(call{"call_1", "test__crash", nil})},
 		reply{body: toolCallsReply(call{"call_2", "test__echo", map[string]any{"text": "still there?"}})},
 		reply{body: textReply("carrying on")}))
-	e, store := newEngine(t, loop.Options{Sampler: f.sampler(t, nil), Tools: reg})
+	e, store := newEngine(t, loop.Options{Sampler: f.sampler(t, 0), Tools: reg})
 	id := start(t, e, loop.Spec{Messages: prompt("Crash, then echo.")})
 	evs := collect(t, store, id)
 
@@ -669,7 +669,7 @@ func TestModelFailure(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFakeOpenAI(t, sequence(tt.replies...))
 			m := metrics.New(prometheus.NewRegistry())
-			e, store := newEngine(t, loop.Options{Sampler: f.sampler(t, nil), Tools: reg, Metrics: m})
+			e, store := newEngine(t, loop.Options{Sampler: f.sampler(t, 0), Tools: reg, Metrics: m})
 			id := start(t, e, loop.Spec{Messages: prompt("Hello"), ModelSpec: tt.model})
 			evs := collect(t, store, id)
 			d := last(evs)
@@ -709,7 +709,7 @@ func TestMetrics(t *testing.T) {
 			return reply{body: textReply("2")}
 		}
 	})
-	e, store := newEngine(t, loop.Options{Sampler: f.sampler(t, nil), Tools: reg, Metrics: m, MaxIterations: 2})
+	e, store := newEngine(t, loop.Options{Sampler: f.sampler(t, 0), Tools: reg, Metrics: m, MaxIterations: 2})
 	for _, p := range []string{"once", "forever", "fail"} {
 		collect(t, store, start(t, e, loop.Spec{Messages: prompt(p)}))
 	}
@@ -768,7 +768,7 @@ func histogram(t *testing.T, h prometheus.Histogram) (uint64, float64) {
 // first bad field.
 func TestInvalidSpec(t *testing.T) {
 	t.Parallel()
-	e, _ := newEngine(t, loop.Options{Sampler: offlineSampler(t, nil), Tools: newRegistry(t, false, nil)})
+	e, _ := newEngine(t, loop.Options{Sampler: offlineSampler(t), Tools: newRegistry(t, false, nil)})
 	msgs := prompt("Hello")
 	tests := []struct {
 		name  string
@@ -776,15 +776,15 @@ func TestInvalidSpec(t *testing.T) {
 		paths []string
 	}{
 		{"no messages", loop.Spec{}, []string{"/messages"}},
-		{"maxIterations 101", loop.Spec{Messages: msgs, MaxIterations: 101}, []string{"/maxIterations"}},
-		{"maxIterations negative", loop.Spec{Messages: msgs, MaxIterations: -1}, []string{"/maxIterations"}},
-		{"timeout negative", loop.Spec{Messages: msgs, Timeout: -time.Millisecond}, []string{"/timeoutMs"}},
-		{"timeout over an hour", loop.Spec{Messages: msgs, Timeout: time.Hour + time.Millisecond}, []string{"/timeoutMs"}},
+		{"maxIterations 101", loop.Spec{Messages: msgs, MaxIterations: ptr(101)}, []string{"/maxIterations"}},
+		{"maxIterations negative", loop.Spec{Messages: msgs, MaxIterations: ptr(-1)}, []string{"/maxIterations"}},
+		{"timeout negative", loop.Spec{Messages: msgs, Timeout: ptr[time.Duration](-time.Millisecond)}, []string{"/timeoutMs"}},
+		{"timeout over an hour", loop.Spec{Messages: msgs, Timeout: ptr[time.Duration](time.Hour + time.Millisecond)}, []string{"/timeoutMs"}},
 		{"bad glob", loop.Spec{Messages: msgs, AllowedTools: []string{"std__*", "["}}, []string{"/allowedTools/1"}},
 		{"unknown model", loop.Spec{Messages: msgs, ModelSpec: "nope/x"}, []string{"/model"}},
-		{"maxTokens negative", loop.Spec{Messages: msgs, MaxTokens: -5}, []string{"/maxTokens"}},
+		{"maxTokens negative", loop.Spec{Messages: msgs, MaxTokens: ptr(-5)}, []string{"/maxTokens"}},
 		{"temperature out of range", loop.Spec{Messages: msgs, Temperature: ptr(3.0)}, []string{"/temperature"}},
-		{"several", loop.Spec{MaxIterations: 101, Timeout: -1, AllowedTools: []string{"["}},
+		{"several", loop.Spec{MaxIterations: ptr(101), Timeout: ptr[time.Duration](-1), AllowedTools: []string{"["}},
 			[]string{"/messages", "/maxIterations", "/timeoutMs", "/allowedTools/0"}},
 	}
 	for _, tt := range tests {
@@ -814,7 +814,7 @@ func TestInvalidSpec(t *testing.T) {
 	}
 
 	// Limits at the bounds are accepted.
-	ok := loop.Spec{Messages: msgs, MaxIterations: 100, Timeout: time.Hour, AllowedTools: []string{"std__*", "x?[a-c]"}}
+	ok := loop.Spec{Messages: msgs, MaxIterations: ptr(100), Timeout: ptr[time.Duration](time.Hour), AllowedTools: []string{"std__*", "x?[a-c]"}}
 	id, err := e.Start(context.Background(), ok)
 	if err != nil {
 		t.Fatalf("Start(%+v): %v", ok, err)
@@ -829,18 +829,18 @@ func TestModelCallInterrupted(t *testing.T) {
 	reg := newRegistry(t, false, nil)
 	tests := []struct {
 		name       string
-		timeout    time.Duration
+		timeout    *time.Duration
 		cancel     bool
 		wantStatus string
 		wantError  string
 	}{
 		{name: "cancel", cancel: true, wantStatus: loop.StatusCancelled, wantError: "cancelled"},
-		{name: "timeout", timeout: 300 * time.Millisecond, wantStatus: loop.StatusTimeout, wantError: "the loop did not finish within 300ms"},
+		{name: "timeout", timeout: ptr(300 * time.Millisecond), wantStatus: loop.StatusTimeout, wantError: "the loop did not finish within 300ms"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := newFakeOpenAI(t, sequence(reply{hang: true}))
-			e, store := newEngine(t, loop.Options{Sampler: f.sampler(t, nil), Tools: reg})
+			e, store := newEngine(t, loop.Options{Sampler: f.sampler(t, 0), Tools: reg})
 			id := start(t, e, loop.Spec{Messages: prompt("Think hard."), Timeout: tt.timeout})
 			w := watch(t, store, id)
 			waitFor(t, f.arrived, "the model call")
@@ -880,7 +880,7 @@ func TestRequestParameters(t *testing.T) {
 	zero := 0.0
 	tests := []struct {
 		name              string
-		opts              loop.Options
+		maxTokens         int // the sampling service's default
 		spec              loop.Spec
 		wantSystem        string
 		wantMaxTokens     int
@@ -890,9 +890,9 @@ func TestRequestParameters(t *testing.T) {
 		wantModelRequests int
 	}{
 		{name: "defaults", wantMaxTokens: 1024, wantTools: stdTools, wantModelRequests: 2},
-		{name: "engine default maxTokens", opts: loop.Options{DefaultMaxTokens: 77}, wantMaxTokens: 77, wantTools: stdTools, wantModelRequests: 2},
-		{name: "spec", opts: loop.Options{DefaultMaxTokens: 77},
-			spec:       loop.Spec{SystemPrompt: "Be brief.", MaxTokens: 55, Temperature: &zero, AllowedTools: []string{"std__calc*", "std__now"}},
+		{name: "service default maxTokens", maxTokens: 77, wantMaxTokens: 77, wantTools: stdTools, wantModelRequests: 2},
+		{name: "spec", maxTokens: 77,
+			spec:       loop.Spec{SystemPrompt: "Be brief.", MaxTokens: ptr(55), Temperature: &zero, AllowedTools: []string{"std__calc*", "std__now"}},
 			wantSystem: "Be brief.", wantMaxTokens: 55, wantTemperature: &zero, wantTools: []string{"std__calculate", "std__now"}, wantModelRequests: 2},
 		// With no tool allowed, no tools and no tool_choice are sent,
 		// even a forced one.
@@ -907,9 +907,7 @@ func TestRequestParameters(t *testing.T) {
 				}
 				return reply{body: textReply("1024")}
 			})
-			o := tt.opts
-			o.Sampler, o.Tools = f.sampler(t, nil), reg
-			e, store := newEngine(t, o)
+			e, store := newEngine(t, loop.Options{Sampler: f.sampler(t, tt.maxTokens), Tools: reg})
 			spec := tt.spec
 			spec.Messages = prompt("What is 2 ^ 10?")
 			evs := collect(t, store, start(t, e, spec))
@@ -980,7 +978,7 @@ func TestSnapshotWhileRunning(t *testing.T) {
 	t.Parallel()
 	reg := newRegistry(t, false, nil)
 	f := newFakeOpenAI(t, sequence(reply{hang: true}))
-	e, store := newEngine(t, loop.Options{Sampler: f.sampler(t, nil), Tools: reg})
+	e, store := newEngine(t, loop.Options{Sampler: f.sampler(t, 0), Tools: reg})
 	id := start(t, e, loop.Spec{Messages: prompt("Think hard."), AllowedTools: []string{"std__now", "std__calc*"}})
 
 	check := func(when string, wantTools []string) {
@@ -1048,7 +1046,7 @@ func TestFinishedBeforeTerminalEvent(t *testing.T) {
 	t.Parallel()
 	var e *loop.Engine
 	store := &probeStore{Memory: runs.NewMemory(runs.MemoryOptions{}), engine: func() *loop.Engine { return e }, cancellable: make(chan bool, 1)}
-	e = loop.New(loop.Options{Sampler: offlineSampler(t, nil), Tools: newRegistry(t, false, nil), Store: store})
+	e = loop.New(loop.Options{Sampler: offlineSampler(t), Tools: newRegistry(t, false, nil), Store: store})
 	t.Cleanup(e.Close)
 	start(t, e, loop.Spec{Messages: prompt("Please calculate 2 * (3 + 4)")})
 	if <-store.cancellable {

@@ -82,13 +82,10 @@ func newRegistry(t testing.TB, withTest bool, m *metrics.Metrics) *tools.Registr
 
 // offlineSampler returns a sampling service whose one model is the offline
 // provider's default.
-func offlineSampler(t testing.TB, m *metrics.Metrics) *sampler.Service {
+func offlineSampler(t testing.TB) *sampler.Service {
 	t.Helper()
-	cat, err := sampler.NewCatalog([]sampler.Model{{Provider: "offline", Name: offline.ModelDefault}}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := sampler.New(sampler.Options{Providers: []sampler.Provider{offline.New()}, Catalog: cat, Metrics: m})
+	cat := sampler.NewCatalog([]sampler.Model{{Provider: "offline", Name: offline.ModelDefault}}, "")
+	svc, err := sampler.New(sampler.Options{Providers: []sampler.Provider{offline.New()}, Catalog: cat})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -548,14 +545,13 @@ func (f *fakeOpenAI) body(n int) string {
 
 // sampler returns a sampling service whose one model, openai/gpt-4o, is
 // served by the fake, without upstream retries.
-func (f *fakeOpenAI) sampler(t testing.TB, m *metrics.Metrics) *sampler.Service {
+// sampler returns a sampling service on the fake; maxTokens 0 means the
+// service's default.
+func (f *fakeOpenAI) sampler(t testing.TB, maxTokens int) *sampler.Service {
 	t.Helper()
 	p := openai.New(openai.Options{BaseURL: f.srv.URL + "/v1", HTTPClient: f.srv.Client()})
-	cat, err := sampler.NewCatalog([]sampler.Model{{Provider: p.Name(), Name: "gpt-4o"}}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	svc, err := sampler.New(sampler.Options{Providers: []sampler.Provider{p}, Catalog: cat, Metrics: m,
+	cat := sampler.NewCatalog([]sampler.Model{{Provider: p.Name(), Name: "gpt-4o"}}, "")
+	svc, err := sampler.New(sampler.Options{Providers: []sampler.Provider{p}, Catalog: cat, DefaultMaxTokens: maxTokens,
 		Upstream: retry.Upstream{MaxAttempts: 1}})
 	if err != nil {
 		t.Fatal(err)

@@ -71,6 +71,7 @@ type run struct {
 	e    *Engine
 	id   string
 	spec Spec
+	lim  limits
 	defs []sampler.Tool // the tools the loop offers the model
 	snap *Snapshot
 	log  *slog.Logger
@@ -103,32 +104,34 @@ func (r *run) save() {
 
 func (r *run) run(parent context.Context) {
 	start := time.Now()
-	ctx, cancel := context.WithTimeoutCause(parent, r.spec.Timeout, context.DeadlineExceeded)
+	ctx, cancel := context.WithTimeoutCause(parent, r.lim.timeout, context.DeadlineExceeded)
 	defer cancel()
 
 	r.emit(EventLoopStarted, startedEvent{ID: r.id, TraceID: r.snap.TraceID, Model: r.spec.ModelSpec, Tools: r.snap.Tools,
-		MaxIterations: r.spec.MaxIterations, TimeoutMs: r.spec.Timeout.Milliseconds()}, false)
+		MaxIterations: r.lim.maxIterations, TimeoutMs: r.lim.timeout.Milliseconds()}, false)
 
 	msgs := append([]sampler.Message(nil), r.spec.Messages...)
 	status, errText := StatusMaxIterations, ""
-	for it := 1; it <= r.spec.MaxIterations; it++ {
+	for it := 1; it <= r.lim.maxIterations; it++ {
 		itStart := time.Now()
 		choice := r.spec.ToolChoice
 		if it > 1 && choice != nil && (choice.Mode == sampler.ToolChoiceRequired || choice.Mode == sampler.ToolChoiceTool) {
 			choice = &sampler.ToolChoice{Mode: sampler.ToolChoiceAuto}
 		}
-		if it == r.spec.MaxIterations && len(r.defs) > 0 {
+		if it == r.lim.maxIterations && len(r.defs) > 0 {
 			choice = &sampler.ToolChoice{Mode: sampler.ToolChoiceNone}
 		}
 		p := &sampler.Params{
-			Request: sampler.Request{Messages: msgs, SystemPrompt: r.spec.SystemPrompt, MaxTokens: r.spec.MaxTokens,
+			Request: sampler.Request{Messages: msgs, SystemPrompt: r.spec.SystemPrompt, MaxTokens: r.lim.maxTokens,
 				Temperature: r.spec.Temperature, Tools: r.defs, ToolChoice: choice},
-			ModelSpec: r.spec.ModelSpec, ModelPreferences: r.spec.ModelPreferences, Endpoint: "loops",
+			ModelSpec: r.spec.ModelSpec, ModelPreferences: r.spec.ModelPreferences,
 		}
 		if len(r.defs) == 0 {
 			p.ToolChoice = nil
 		}
 		res, err := r.e.o.Sampler.Sample(ctx, p)
+		outcome, modelID := sampler.Outcome(ctx, res, err)
+		r.e.o.Metrics.CountSample("loops", p.Mode(), modelID, outcome)
 		if err != nil {
 			status, errText = r.failure(ctx, err)
 			break
@@ -155,7 +158,7 @@ func (r *run) run(parent context.Context) {
 				DurationMs: time.Since(itStart).Milliseconds()}, false)
 			break
 		}
-		if it == r.spec.MaxIterations {
+		if it == r.lim.maxIterations {
 			// The model still wants tools on the last allowed iteration.
 			r.emit(EventIterationCompleted, iterationEvent{TraceID: r.snap.TraceID, Iteration: it, ToolCalls: names(calls),
 				DurationMs: time.Since(itStart).Milliseconds()}, false)
@@ -192,7 +195,7 @@ func (r *run) failure(ctx context.Context, err error) (string, string) {
 	case errors.Is(cause, errCancelled):
 		return StatusCancelled, "cancelled"
 	case errors.Is(cause, context.DeadlineExceeded):
-		return StatusTimeout, fmt.Sprintf("the loop did not finish within %s", r.spec.Timeout)
+		return StatusTimeout, fmt.Sprintf("the loop did not finish within %s", r.lim.timeout)
 	}
 	var inv *sampler.InvalidError
 	if errors.As(err, &inv) {

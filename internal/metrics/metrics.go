@@ -3,6 +3,9 @@
 package metrics
 
 import (
+	"strings"
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -31,15 +34,6 @@ type Metrics struct {
 	SSEEvents        *prometheus.CounterVec   // event
 	MCPServerUp      *prometheus.GaugeVec     // server
 }
-
-// Validation failure kinds, the values of the kind label.
-const (
-	KindInvalidJSON      = "invalid_json"
-	KindSchemaMismatch   = "schema_mismatch"
-	KindNoToolCall       = "no_tool_call"
-	KindUnknownTool      = "unknown_tool"
-	KindInvalidArguments = "invalid_arguments"
-)
 
 // New creates the collectors and registers them on reg. A nil reg creates
 // unregistered collectors (for tests that do not read them).
@@ -141,3 +135,41 @@ func New(reg prometheus.Registerer) *Metrics {
 	}
 	return m
 }
+
+// CountSample counts a finished sampling request. modelID is the configured
+// model ("provider/model") that answered or failed, empty when none was
+// called; its values are bounded by the configuration.
+func (m *Metrics) CountSample(endpoint, mode, modelID, outcome string) {
+	provider, model := "other", "other"
+	if p, _, ok := strings.Cut(modelID, "/"); ok {
+		provider, model = p, modelID
+	}
+	m.Samples.WithLabelValues(endpoint, mode, provider, model, outcome).Inc()
+}
+
+// Sampling records what the sampling service reports (it implements
+// sampler.Observer).
+type Sampling struct{ m *Metrics }
+
+// Sampling returns the observer of the sampling service.
+func (m *Metrics) Sampling() Sampling { return Sampling{m} }
+
+// UpstreamRetry counts a retried upstream call.
+func (s Sampling) UpstreamRetry(provider, reason string) {
+	s.m.UpstreamRetries.WithLabelValues(provider, reason).Inc()
+}
+
+// AnswerInvalid counts an answer that failed validation and, when retried,
+// the corrective retry.
+func (s Sampling) AnswerInvalid(method, kind string, retried bool) {
+	s.m.ValidationFailures.WithLabelValues(method, kind).Inc()
+	if retried {
+		s.m.ValidationRetries.WithLabelValues(method).Inc()
+	}
+}
+
+// Exhausted counts a guaranteed helper that ran out of attempts.
+func (s Sampling) Exhausted(method string) { s.m.ValidationExhausted.WithLabelValues(method).Inc() }
+
+// Overhead observes the time a request spent in sampled itself.
+func (s Sampling) Overhead(d time.Duration) { s.m.GatewayOverhead.Observe(d.Seconds()) }

@@ -53,6 +53,9 @@ func (e *InvalidError) Is(target error) bool { return target == ErrInvalid }
 // maps it to 502, 503 or 504.
 type UpstreamError struct {
 	Provider string
+	// Model is the configured model ("provider/model") that was called; the
+	// Service sets it.
+	Model string
 	// Status is the upstream HTTP status, 0 when there was no response.
 	Status int
 	// Timeout is set when the upstream did not answer in time.

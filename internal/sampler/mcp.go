@@ -41,14 +41,6 @@ func (p *CreateMessageParams) UnmarshalJSON(b []byte) error {
 	return err
 }
 
-// CreateMessageRequest is MCP's sampling/createMessage request.
-type CreateMessageRequest struct {
-	JSONRPC string              `json:"jsonrpc,omitempty"`
-	ID      json.RawMessage     `json:"id,omitempty"`
-	Method  string              `json:"method"`
-	Params  CreateMessageParams `json:"params"`
-}
-
 // CreateMessageResult is MCP's CreateMessageResult. Content is written as a
 // bare block when there is one, else as an array.
 type CreateMessageResult struct {
@@ -90,23 +82,49 @@ func (r *CreateMessageResult) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// ClientCapabilities is MCP's ClientCapabilities, as sampled declares it
-// when it connects to MCP servers. Members other than sampling are kept as
-// given.
-type ClientCapabilities struct {
-	Sampling     *SamplingCapability `json:"sampling,omitempty"`
-	Roots        json.RawMessage     `json:"roots,omitempty"`
-	Elicitation  json.RawMessage     `json:"elicitation,omitempty"`
-	Experimental json.RawMessage     `json:"experimental,omitempty"`
-	Extensions   json.RawMessage     `json:"extensions,omitempty"`
-	Tasks        json.RawMessage     `json:"tasks,omitempty"`
+// Params converts the params to a sampling request, checking the rules
+// MCP sets beyond the shape: messages and maxTokens are required,
+// includeContext is none, thisServer or allServers. An error is an
+// *InvalidError naming the paths.
+func (p *CreateMessageParams) Params() (*Params, error) {
+	var errs []FieldError
+	if p.Messages == nil {
+		errs = append(errs, FieldError{Path: "/messages", Message: "messages is required"})
+	}
+	if p.MaxTokens == nil {
+		errs = append(errs, FieldError{Path: "/maxTokens", Message: "maxTokens is required"})
+	}
+	switch p.IncludeContext {
+	case "", "none", "thisServer", "allServers":
+	default:
+		errs = append(errs, FieldError{Path: "/includeContext", Message: "includeContext must be none, thisServer or allServers"})
+	}
+	if len(errs) > 0 {
+		return nil, InvalidAll(errs)
+	}
+	return &Params{
+		Request: Request{
+			Messages:      p.Messages,
+			SystemPrompt:  p.SystemPrompt,
+			MaxTokens:     *p.MaxTokens,
+			Temperature:   p.Temperature,
+			StopSequences: p.StopSequences,
+			Metadata:      p.Metadata,
+			Tools:         p.Tools,
+			ToolChoice:    p.ToolChoice,
+		},
+		ModelPreferences: p.ModelPreferences,
+	}, nil
 }
 
-// SamplingCapability says a client can sample; Tools set means sampling
-// with tools, Context the soft-deprecated context inclusion.
-type SamplingCapability struct {
-	Context json.RawMessage `json:"context,omitempty"`
-	Tools   json.RawMessage `json:"tools,omitempty"`
+// CreateMessageResultOf converts a sampling result to MCP's result. An
+// answer without content becomes one empty text block: MCP requires one.
+func CreateMessageResultOf(res *Result) CreateMessageResult {
+	out := CreateMessageResult{Role: res.Role, Content: res.Content, Model: res.Model, StopReason: res.StopReason}
+	if len(out.Content) == 0 {
+		out.Content = []Content{TextBlock("")}
+	}
+	return out
 }
 
 // DecodeMessages decodes each message on its own so that an error names

@@ -16,15 +16,23 @@ const mcpRef = "../../reference/mcp"
 // TestMCPExamplesRoundTrip decodes every official example into sampled's
 // type for its definition, encodes it again and requires the same JSON.
 func TestMCPExamplesRoundTrip(t *testing.T) {
+	// A sampling/createMessage request as it arrives (the example lacks
+	// jsonrpc and id; see reference/README.md).
+	type createMessageRequest struct {
+		Method string              `json:"method"`
+		Params CreateMessageParams `json:"params"`
+	}
 	types := map[string]func() any{
-		"CreateMessageRequest":       func() any { return new(CreateMessageRequest) },
+		"CreateMessageRequest":       func() any { return new(createMessageRequest) },
 		"CreateMessageRequestParams": func() any { return new(CreateMessageParams) },
 		"CreateMessageResult":        func() any { return new(CreateMessageResult) },
 		"SamplingMessage":            func() any { return new(Message) },
 		"ToolResultContent":          func() any { return new(Content) },
 		"ToolUseContent":             func() any { return new(Content) },
-		"ClientCapabilities":         func() any { return new(ClientCapabilities) },
 	}
+	// Capabilities are declared by go-sdk's client session, not by a type of
+	// sampled's.
+	unmodelled := map[string]bool{"ClientCapabilities": true}
 	files, err := filepath.Glob(filepath.Join(mcpRef, "examples", "*", "*.json"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no examples found: %v", err)
@@ -35,6 +43,9 @@ func TestMCPExamplesRoundTrip(t *testing.T) {
 	}
 	for _, f := range files {
 		def := filepath.Base(filepath.Dir(f))
+		if unmodelled[def] {
+			continue
+		}
 		t.Run(def+"/"+filepath.Base(f), func(t *testing.T) {
 			mk, ok := types[def]
 			if !ok {
@@ -62,10 +73,9 @@ func TestMCPExamplesRoundTrip(t *testing.T) {
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("round trip lost something (-want +got):\n%s", diff)
 			}
-			// The request example lacks jsonrpc/id (see reference/README.md):
-			// its params validate.
+			// The request example lacks jsonrpc/id: its params validate.
 			if def == "CreateMessageRequest" {
-				p, _ := json.Marshal(val.(*CreateMessageRequest).Params)
+				p, _ := json.Marshal(val.(*createMessageRequest).Params)
 				def, out = "CreateMessageRequestParams", p
 			}
 			if err := v.Validate(def, out); err != nil {

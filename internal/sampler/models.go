@@ -37,43 +37,19 @@ type Catalog struct {
 	def     int
 }
 
-// NewCatalog checks and indexes models. defaultID names the default model
-// (an ID or alias); empty means the first model.
-func NewCatalog(models []Model, defaultID string) (*Catalog, error) {
-	if len(models) == 0 {
-		return nil, errors.New("catalog: no models")
-	}
+// NewCatalog indexes models. defaultID names the default model (an ID or
+// alias); empty means the first model. It trusts the rules config.Load
+// checks: IDs and aliases unique, fallbacks and the default configured.
+func NewCatalog(models []Model, defaultID string) *Catalog {
 	c := &Catalog{models: models, byID: map[string]int{}, aliases: map[string]int{}}
 	for i, m := range models {
-		if m.Provider == "" || m.Name == "" {
-			return nil, fmt.Errorf("catalog: models[%d]: provider and name are required", i)
-		}
-		if _, dup := c.byID[m.ID()]; dup {
-			return nil, fmt.Errorf("catalog: model %q listed twice", m.ID())
-		}
 		c.byID[m.ID()] = i
 		for _, a := range m.Aliases {
-			if _, dup := c.aliases[a]; dup {
-				return nil, fmt.Errorf("catalog: alias %q used twice", a)
-			}
 			c.aliases[a] = i
 		}
 	}
-	for _, m := range models {
-		for _, f := range m.Fallbacks {
-			if _, ok := c.lookup(f); !ok {
-				return nil, fmt.Errorf("catalog: model %q: fallback %q is not configured", m.ID(), f)
-			}
-		}
-	}
-	if defaultID != "" {
-		i, ok := c.lookup(defaultID)
-		if !ok {
-			return nil, fmt.Errorf("catalog: default model %q is not configured", defaultID)
-		}
-		c.def = i
-	}
-	return c, nil
+	c.def, _ = c.lookup(defaultID)
+	return c
 }
 
 func (c *Catalog) lookup(spec string) (int, bool) {

@@ -6,6 +6,7 @@ package sampler
 import (
 	"context"
 	"encoding/json"
+	"time"
 )
 
 // Provider is an LLM backend. Implementations live in subpackages, map
@@ -67,24 +68,27 @@ type Response struct {
 	Usage      Usage
 }
 
-// Result is the answer of the sampling service, the body of a 200 response
-// of POST /v1/sample and its helpers.
+// Result is the answer of a sampling request.
 type Result struct {
-	Model      string    `json:"model"`
-	Provider   string    `json:"provider"`
-	Role       Role      `json:"role"`
-	Content    []Content `json:"content"`
-	Text       string    `json:"text"`
-	StopReason string    `json:"stopReason,omitempty"`
-	Usage      Usage     `json:"usage"`
-	Attempts   int       `json:"attempts"`
-	DurationMs int64     `json:"durationMs"`
+	// Model is the model name the provider reports; ModelID the configured
+	// model ("provider/model") that answered, a fallback perhaps.
+	Model      string
+	ModelID    string
+	Provider   string
+	Role       Role
+	Content    []Content
+	Text       string
+	StopReason string
+	Usage      Usage
+	// Attempts counts the model calls of a guaranteed helper (1 otherwise).
+	Attempts int
+	Duration time.Duration
 	// Parsed is the parsed value in schema mode; JSON null when parsing or
-	// validation failed. Absent in other modes.
-	Parsed     json.RawMessage `json:"parsed,omitzero"`
-	ParseError *ParseError     `json:"parseError,omitempty"`
-	// ToolCalls is set (possibly empty) in tools mode only.
-	ToolCalls []ToolCall `json:"toolCalls,omitzero"`
+	// validation failed (ParseError says why). Nil in other modes.
+	Parsed     json.RawMessage
+	ParseError *ParseError
+	// ToolCalls is non-nil (possibly empty) in tools mode only.
+	ToolCalls []ToolCall
 }
 
 // ParseError says why schema-mode output is not a valid value.
@@ -100,7 +104,7 @@ type FieldError struct {
 	Message string `json:"message"`
 }
 
-// Params is a sampling request as the HTTP layer hands it to the Service.
+// Params is a sampling request as callers hand it to the Service.
 type Params struct {
 	Request
 	// ModelSpec is an explicit "provider/model" or alias; empty lets
@@ -110,7 +114,4 @@ type Params struct {
 	// Retries bounds the corrective retries of a guaranteed helper; nil
 	// means the default (2).
 	Retries *int
-	// Endpoint labels metrics: "sample", "sample_schema", "sample_tools",
-	// "messages".
-	Endpoint string
 }

@@ -9,11 +9,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sampled/sampled/internal/metrics"
 	"github.com/sampled/sampled/internal/retry"
 )
 
-// Guaranteed-helper method names, as reported in 422 problems and metrics.
+// Guaranteed-helper method names.
 const (
 	MethodSchema = "sampleSchema"
 	MethodTools  = "sampleTools"
@@ -23,13 +22,14 @@ const (
 type Options struct {
 	Providers []Provider
 	Catalog   *Catalog
-	// Metrics nil records nothing.
-	Metrics *metrics.Metrics
+	// Observer nil observes nothing.
+	Observer Observer
 	// Upstream retries failed provider calls.
 	Upstream retry.Upstream
 	// Validation bounds the corrective retries of the guaranteed helpers.
 	Validation retry.Validation
-	// DefaultMaxTokens applies when a request gives none; 0 means 1024.
+	// DefaultMaxTokens applies when a request gives none; 0 means
+	// DefaultMaxTokens.
 	DefaultMaxTokens int
 	// Schemas nil means a new cache of 512 schemas.
 	Schemas *SchemaCache
@@ -38,11 +38,15 @@ type Options struct {
 	CallTimeout time.Duration
 }
 
+// DefaultMaxTokens is the maxTokens of a request that gives none, unless
+// Options say otherwise.
+const DefaultMaxTokens = 1024
+
 // Service runs sampling requests against the configured providers.
 type Service struct {
 	providers        map[string]Provider
 	catalog          *Catalog
-	metrics          *metrics.Metrics
+	observe          Observer
 	upstream         retry.Upstream
 	validation       retry.Validation
 	defaultMaxTokens int
@@ -52,13 +56,13 @@ type Service struct {
 
 // New checks that every catalog model has a provider and returns a Service.
 func New(o Options) (*Service, error) {
-	if o.Catalog == nil {
-		return nil, errors.New("sampler: no catalog")
+	if o.Catalog == nil || len(o.Catalog.Models()) == 0 {
+		return nil, errors.New("sampler: no models")
 	}
 	s := &Service{
 		providers:        map[string]Provider{},
 		catalog:          o.Catalog,
-		metrics:          o.Metrics,
+		observe:          o.Observer,
 		upstream:         o.Upstream,
 		validation:       o.Validation,
 		defaultMaxTokens: o.DefaultMaxTokens,
@@ -68,11 +72,11 @@ func New(o Options) (*Service, error) {
 	if s.callTimeout <= 0 {
 		s.callTimeout = 120 * time.Second
 	}
-	if s.metrics == nil {
-		s.metrics = metrics.New(nil)
+	if s.observe == nil {
+		s.observe = nopObserver{}
 	}
 	if s.defaultMaxTokens <= 0 {
-		s.defaultMaxTokens = 1024
+		s.defaultMaxTokens = DefaultMaxTokens
 	}
 	if s.schemas == nil {
 		s.schemas = NewSchemaCache(0)
@@ -99,27 +103,20 @@ func (s *Service) DefaultMaxTokens() int { return s.defaultMaxTokens }
 func (s *Service) Sample(ctx context.Context, p *Params) (*Result, error) {
 	start := time.Now()
 	var up time.Duration
-	defer func() { s.metrics.GatewayOverhead.Observe((time.Since(start) - up).Seconds()) }()
+	defer func() { s.observe.Overhead(time.Since(start) - up) }()
 	model, err := s.prepare(p)
 	if err != nil {
-		s.count(p, model, "invalid_request")
 		return nil, err
 	}
 	res, err := s.attempt(ctx, model, &p.Request, &up)
 	if err != nil {
-		s.count(p, model, outcomeOf(ctx, err))
 		return nil, err
 	}
-	outcome := "ok"
 	if p.Mode() == ModeSchema {
 		s.parse(res, &p.Request)
-		if res.ParseError != nil {
-			outcome = "parse_error"
-		}
 	}
 	res.Attempts = 1
-	res.DurationMs = time.Since(start).Milliseconds()
-	s.count(p, model, outcome)
+	res.Duration = time.Since(start)
 	return res, nil
 }
 
@@ -158,15 +155,13 @@ func (s *Service) SampleTools(ctx context.Context, p *Params) (*Result, error) {
 func (s *Service) guaranteed(ctx context.Context, p *Params, method string) (*Result, error) {
 	start := time.Now()
 	var up time.Duration
-	defer func() { s.metrics.GatewayOverhead.Observe((time.Since(start) - up).Seconds()) }()
+	defer func() { s.observe.Overhead(time.Since(start) - up) }()
 	attempts, err := s.validation.Attempts(p.Retries)
 	if err != nil {
-		s.count(p, Model{}, "invalid_request")
 		return nil, Invalid("/retries", "%s", err.Error())
 	}
 	model, err := s.prepare(p)
 	if err != nil {
-		s.count(p, model, "invalid_request")
 		return nil, err
 	}
 	req := p.Request
@@ -178,7 +173,6 @@ func (s *Service) guaranteed(ctx context.Context, p *Params, method string) (*Re
 		req.Attempt = a
 		res, err := s.attempt(ctx, model, &req, &up)
 		if err != nil {
-			s.count(p, model, outcomeOf(ctx, err))
 			return nil, err
 		}
 		usage = usage.Add(res.Usage)
@@ -187,9 +181,9 @@ func (s *Service) guaranteed(ctx context.Context, p *Params, method string) (*Re
 			s.parse(res, &req)
 			if res.ParseError != nil {
 				errs = res.ParseError.Errors
-				kind = metrics.KindSchemaMismatch
+				kind = KindSchemaMismatch
 				if res.ParseError.Message == msgInvalidJSON {
-					kind = metrics.KindInvalidJSON
+					kind = KindInvalidJSON
 				}
 			}
 		} else {
@@ -197,20 +191,17 @@ func (s *Service) guaranteed(ctx context.Context, p *Params, method string) (*Re
 		}
 		res.Attempts = a
 		res.Usage = usage
-		res.DurationMs = time.Since(start).Milliseconds()
+		res.Duration = time.Since(start)
 		last = res
 		if kind == "" {
-			s.count(p, model, "ok")
 			return res, nil
 		}
-		s.metrics.ValidationFailures.WithLabelValues(method, kind).Inc()
+		s.observe.AnswerInvalid(method, kind, a < attempts)
 		if a < attempts {
-			s.metrics.ValidationRetries.WithLabelValues(method).Inc()
 			req.Messages = append(req.Messages, correction(res, errs, method)...)
 		}
 	}
-	s.metrics.ValidationExhausted.WithLabelValues(method).Inc()
-	s.count(p, model, "exhausted")
+	s.observe.Exhausted(method)
 	return nil, &ExhaustedError{Method: method, Attempts: attempts, LastResult: last, Errors: errs}
 }
 
@@ -226,7 +217,7 @@ func (s *Service) prepare(p *Params) (Model, error) {
 	var errs []FieldError
 	model, err := s.catalog.Select(p.ModelSpec, p.ModelPreferences)
 	if err != nil {
-		errs = append(errs, FieldError{Path: "/model", Message: fmt.Sprintf("unknown model %q; GET /v1/models lists the configured ones", p.ModelSpec)})
+		errs = append(errs, FieldError{Path: "/model", Message: fmt.Sprintf("unknown model %q", p.ModelSpec)})
 	}
 	errs = append(errs, checkRequest(p, s.schemas)...)
 	return model, InvalidAll(errs)
@@ -247,34 +238,22 @@ func (s *Service) attempt(ctx context.Context, model Model, req *Request, upstre
 		r.Model = m.Name
 		var resp *Response
 		up := s.upstream
-		up.OnRetry = func(err error, _ int, _ time.Duration) {
-			s.metrics.UpstreamRetries.WithLabelValues(m.Provider, retry.Reason(err)).Inc()
-		}
+		up.OnRetry = func(err error, _ int, _ time.Duration) { s.observe.UpstreamRetry(m.Provider, retry.Reason(err)) }
 		t0 := time.Now()
 		err = up.Do(ctx, func(ctx context.Context) error {
-			t1 := time.Now()
 			var err error
 			resp, err = s.call(ctx, prov, &r)
-			d := time.Since(t1)
-			outcome := "ok"
-			if err != nil {
-				outcome = "error"
-			}
-			s.metrics.UpstreamDuration.WithLabelValues(m.Provider, m.ID(), outcome).Observe(d.Seconds())
 			return err
 		})
 		// Calls and the waits between retries are upstream time, not
 		// sampled's own.
 		*upstream += time.Since(t0)
 		if err == nil {
-			for _, tk := range []struct {
-				typ string
-				n   int
-			}{{"input", resp.Usage.InputTokens}, {"output", resp.Usage.OutputTokens}} {
-				s.metrics.Tokens.WithLabelValues(m.Provider, m.ID(), tk.typ).Add(float64(tk.n))
-				s.metrics.TokenUsage.WithLabelValues(m.Provider, m.ID(), tk.typ).Observe(float64(tk.n))
-			}
 			return s.result(m, req, resp), nil
+		}
+		var ue *UpstreamError
+		if errors.As(err, &ue) {
+			ue.Model = m.ID()
 		}
 		lastErr = err
 		if ctx.Err() != nil || !retry.Retryable(err) {
@@ -311,6 +290,7 @@ func (s *Service) result(m Model, req *Request, resp *Response) *Result {
 	}
 	res := &Result{
 		Model:      modelName,
+		ModelID:    m.ID(),
 		Provider:   m.Provider,
 		Role:       RoleAssistant,
 		Content:    content,
@@ -373,7 +353,7 @@ func extractJSON(text string) json.RawMessage {
 // returns the failure kind ("" when valid) and the errors by path.
 func (s *Service) checkToolCalls(res *Result, tools []Tool) (string, []FieldError) {
 	if len(res.ToolCalls) == 0 {
-		return metrics.KindNoToolCall, []FieldError{{Path: "/toolCalls", Message: "no tool call; call one of the declared tools"}}
+		return KindNoToolCall, []FieldError{{Path: "/toolCalls", Message: "no tool call; call one of the declared tools"}}
 	}
 	byName := make(map[string]*Tool, len(tools))
 	for i := range tools {
@@ -386,7 +366,7 @@ func (s *Service) checkToolCalls(res *Result, tools []Tool) (string, []FieldErro
 		t, ok := byName[call.Name]
 		if !ok {
 			if kind == "" {
-				kind = metrics.KindUnknownTool
+				kind = KindUnknownTool
 			}
 			errs = append(errs, FieldError{Path: at + "/name", Message: fmt.Sprintf("unknown tool %q; declared tools: %s", call.Name, toolNames(tools))})
 			continue
@@ -397,7 +377,7 @@ func (s *Service) checkToolCalls(res *Result, tools []Tool) (string, []FieldErro
 		}
 		for _, fe := range schema.Validate(call.Arguments) {
 			if kind == "" {
-				kind = metrics.KindInvalidArguments
+				kind = KindInvalidArguments
 			}
 			path := at + "/arguments"
 			if fe.Path != "/" {
@@ -458,26 +438,4 @@ func correction(res *Result, errs []FieldError, method string) []Message {
 		results[i] = Content{Type: BlockToolResult, ToolUseID: c.ID, IsError: &isErr, Content: []Content{TextBlock(text)}}
 	}
 	return []Message{assistant, UserMessage(results...)}
-}
-
-// count records one finished sampling request.
-func (s *Service) count(p *Params, m Model, outcome string) {
-	provider, model := "other", "other"
-	if m.Provider != "" && s.catalog.Known(m.ID()) {
-		provider, model = m.Provider, m.ID()
-	}
-	endpoint := p.Endpoint
-	if endpoint == "" {
-		endpoint = "sample"
-	}
-	s.metrics.Samples.WithLabelValues(endpoint, p.Mode(), provider, model, outcome).Inc()
-}
-
-func outcomeOf(ctx context.Context, err error) string {
-	switch {
-	case ctx.Err() != nil:
-		return "cancelled"
-	default:
-		return "upstream_error"
-	}
 }

@@ -10,11 +10,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
 
-	"github.com/sampled/sampled/internal/metrics"
 	"github.com/sampled/sampled/internal/retry"
 )
 
@@ -63,23 +60,50 @@ func fail(status int) func(*Request) (*Response, error) {
 
 type fixture struct {
 	svc  *Service
-	reg  *prometheus.Registry
-	m    *metrics.Metrics
+	obs  *recorder
 	p, q *script
+}
+
+// recorder is an Observer that counts what it is told, by a line naming it.
+type recorder struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (r *recorder) add(line string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.n[line]++
+}
+
+func (r *recorder) UpstreamRetry(provider, reason string) { r.add("retry " + provider + " " + reason) }
+func (r *recorder) AnswerInvalid(method, kind string, retried bool) {
+	r.add("invalid " + method + " " + kind)
+	if retried {
+		r.add("corrected " + method)
+	}
+}
+func (r *recorder) Exhausted(method string)  { r.add("exhausted " + method) }
+func (r *recorder) Overhead(d time.Duration) { r.add("overhead") }
+
+func (r *recorder) check(t *testing.T, line string, want int) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if got := r.n[line]; got != want {
+		t.Errorf("%q observed %d times, want %d", line, got, want)
+	}
 }
 
 func newFixture(t *testing.T, replies ...func(*Request) (*Response, error)) *fixture {
 	t.Helper()
-	f := &fixture{reg: prometheus.NewRegistry(), p: &script{name: "p", replies: replies}, q: &script{name: "q"}}
-	f.m = metrics.New(f.reg)
-	cat, err := NewCatalog([]Model{
+	f := &fixture{obs: &recorder{n: map[string]int{}}, p: &script{name: "p", replies: replies}, q: &script{name: "q"}}
+	cat := NewCatalog([]Model{
 		{Provider: "p", Name: "m1", Fallbacks: []string{"q/m2"}},
 		{Provider: "q", Name: "m2"},
 	}, "p/m1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.svc, err = New(Options{Providers: []Provider{f.p, f.q}, Catalog: cat, Metrics: f.m,
+	var err error
+	f.svc, err = New(Options{Providers: []Provider{f.p, f.q}, Catalog: cat, Observer: f.obs,
 		Upstream: retry.Upstream{Rand: func() float64 { return 0 }}})
 	if err != nil {
 		t.Fatal(err)
@@ -200,10 +224,11 @@ func TestSampleSchemaRetriesWithFeedback(t *testing.T) {
 	if got := TextOf(f.p.got[2].Messages[3].Content); got != `{"name":"Ada","age":-3}` {
 		t.Errorf("failed answer not replayed: %q", got)
 	}
-	checkCounter(t, f.m.ValidationFailures.WithLabelValues(MethodSchema, metrics.KindInvalidJSON), 1)
-	checkCounter(t, f.m.ValidationFailures.WithLabelValues(MethodSchema, metrics.KindSchemaMismatch), 1)
-	checkCounter(t, f.m.ValidationRetries.WithLabelValues(MethodSchema), 2)
-	checkCounter(t, f.m.ValidationExhausted.WithLabelValues(MethodSchema), 0)
+	f.obs.check(t, "invalid sampleSchema "+KindInvalidJSON, 1)
+	f.obs.check(t, "invalid sampleSchema "+KindSchemaMismatch, 1)
+	f.obs.check(t, "corrected sampleSchema", 2)
+	f.obs.check(t, "exhausted sampleSchema", 0)
+	f.obs.check(t, "overhead", 1)
 }
 
 func TestSampleToolsExhausted(t *testing.T) {
@@ -230,11 +255,11 @@ func TestSampleToolsExhausted(t *testing.T) {
 	if !strings.Contains(TextOf(corr.Content[0].Content), "unknown tool") {
 		t.Errorf("correction text %q does not say unknown tool", TextOf(corr.Content[0].Content))
 	}
-	for _, kind := range []string{metrics.KindNoToolCall, metrics.KindUnknownTool, metrics.KindInvalidArguments} {
-		checkCounter(t, f.m.ValidationFailures.WithLabelValues(MethodTools, kind), 1)
+	for _, kind := range []string{KindNoToolCall, KindUnknownTool, KindInvalidArguments} {
+		f.obs.check(t, "invalid sampleTools "+kind, 1)
 	}
-	checkCounter(t, f.m.ValidationRetries.WithLabelValues(MethodTools), 2)
-	checkCounter(t, f.m.ValidationExhausted.WithLabelValues(MethodTools), 1)
+	f.obs.check(t, "corrected sampleTools", 2)
+	f.obs.check(t, "exhausted sampleTools", 1)
 	// Every request the helper sent obeys MCP's message rules.
 	for i, r := range f.p.got {
 		if errs := checkRequest(&Params{Request: r}, f.svc.schemas); errs != nil {
@@ -261,7 +286,7 @@ func TestUpstreamRetryThenFallback(t *testing.T) {
 	if res.Provider != "p" || len(f.p.got) != 2 {
 		t.Errorf("provider %s after %d calls; want p after 2", res.Provider, len(f.p.got))
 	}
-	checkCounter(t, f.m.UpstreamRetries.WithLabelValues("p", "server_error"), 1)
+	f.obs.check(t, "retry p server_error", 1)
 
 	f = newFixture(t, fail(500), fail(502), fail(503))
 	f.q.replies = append(f.q.replies, text("from q"))
@@ -278,72 +303,5 @@ func TestUpstreamRetryThenFallback(t *testing.T) {
 	var up *UpstreamError
 	if !errors.As(err, &up) || up.Status != 400 || len(f.p.got) != 1 || len(f.q.got) != 0 {
 		t.Errorf("err = %v after %d+%d calls; want the 400 after one call, no fallback", err, len(f.p.got), len(f.q.got))
-	}
-}
-
-func checkCounter(t *testing.T, c prometheus.Collector, want float64) {
-	t.Helper()
-	if got := testutil.ToFloat64(c); got != want {
-		t.Errorf("counter = %v, want %v", got, want)
-	}
-}
-
-func TestSchemaLeafErrors(t *testing.T) {
-	schema := `{"type":"object","required":["user","tags"],"properties":{
-		"user":{"type":"object","required":["name","age"],"properties":{"name":{"type":"string","minLength":2},"age":{"type":"integer","minimum":0}}},
-		"tags":{"type":"array","items":{"type":"string"}}}}`
-	tests := []struct {
-		name, doc string
-		want      []string
-	}{
-		{name: "valid", doc: `{"user":{"name":"Ada","age":3},"tags":[]}`},
-		{name: "missing nested required", doc: `{"user":{"name":"Ada"},"tags":[]}`, want: []string{"/user"}},
-		{name: "nested bounds", doc: `{"user":{"name":"A","age":-1},"tags":["x",2]}`, want: []string{"/tags/1", "/user/age", "/user/name"}},
-		{name: "missing top-level", doc: `{}`, want: []string{"/"}},
-	}
-	cache := NewSchemaCache(0)
-	s, err := cache.Compile(json.RawMessage(schema), "/schema")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			var got []string
-			for _, e := range s.Validate(json.RawMessage(tt.doc)) {
-				got = append(got, e.Path)
-			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
-				t.Errorf("paths (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-// silent is a provider that never answers until its context ends.
-type silent struct{ calls int }
-
-func (s *silent) Name() string { return "p" }
-
-func (s *silent) Sample(ctx context.Context, _ *Request) (*Response, error) {
-	s.calls++
-	<-ctx.Done()
-	return nil, ctx.Err()
-}
-
-func TestCallTimeoutIsAnUpstreamTimeout(t *testing.T) {
-	cat, _ := NewCatalog([]Model{{Provider: "p", Name: "m"}}, "")
-	sp := &silent{}
-	svc, err := New(Options{Providers: []Provider{sp}, Catalog: cat, CallTimeout: 20 * time.Millisecond,
-		Upstream: retry.Upstream{MaxAttempts: 2, Rand: func() float64 { return 0 }}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = svc.Sample(context.Background(), &Params{Request: Request{Messages: userText("hi"), MaxTokens: 5}})
-	var ue *UpstreamError
-	if !errors.As(err, &ue) || !ue.Timeout {
-		t.Fatalf("err = %v, want an upstream timeout", err)
-	}
-	if sp.calls != 2 {
-		t.Errorf("%d calls, want 2 (a timeout is retryable)", sp.calls)
 	}
 }

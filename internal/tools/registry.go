@@ -125,29 +125,22 @@ func Start(ctx context.Context, o Options) (*Registry, error) {
 	sort.Strings(names)
 	for _, name := range names {
 		cfg := o.Servers[name]
-		if name == "" {
-			return nil, errors.New("tools: an MCP server needs a name")
-		}
 		if name == StdServer && !o.DisableStd {
 			return nil, fmt.Errorf("tools: mcpServers.%s: the name is reserved for the built-in server (disable it to reuse the name)", name)
 		}
 		s := newServer(name)
 		slogger := logger.With("mcpServer", name)
-		switch {
-		case cfg.Command != "" && cfg.URL != "":
-			return nil, fmt.Errorf("tools: mcpServers.%s: give command or url, not both", name)
-		case cfg.Command != "":
+		// config.Load checked that each server has a command or a URL.
+		if cfg.Command != "" {
 			s.transport = TransportStdio
 			s.dial = stdioDialer(cfg, slogger)
 			s.client = r.newClient(impl, s, slogger, 0)
-		case cfg.URL != "":
+		} else {
 			hc, t := newHTTPClient(cfg.Headers)
 			s.transport = TransportHTTP
 			s.dial = httpDialer(cfg.URL, hc)
 			s.idle = t
 			s.client = r.newClient(impl, s, slogger, keepAlive)
-		default:
-			return nil, fmt.Errorf("tools: mcpServers.%s: give command (stdio) or url (streamable HTTP)", name)
 		}
 		r.servers[name] = s
 	}

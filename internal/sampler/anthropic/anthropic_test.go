@@ -535,10 +535,7 @@ func TestSampleInvalid(t *testing.T) {
 // retrying upstream failures without waiting.
 func newService(t *testing.T, p *Provider, model string) *sampler.Service {
 	t.Helper()
-	cat, err := sampler.NewCatalog([]sampler.Model{{Provider: p.Name(), Name: model}}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cat := sampler.NewCatalog([]sampler.Model{{Provider: p.Name(), Name: model}}, "")
 	svc, err := sampler.New(sampler.Options{
 		Providers: []sampler.Provider{p},
 		Catalog:   cat,

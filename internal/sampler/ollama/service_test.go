@@ -18,13 +18,10 @@ import (
 // talking to f; upstream retries do not wait.
 func newService(t *testing.T, f *fakeOllama) *sampler.Service {
 	t.Helper()
-	cat, err := sampler.NewCatalog([]sampler.Model{
+	cat := sampler.NewCatalog([]sampler.Model{
 		{Provider: "ollama", Name: "llama3.2"},
 		{Provider: "ollama", Name: "llama3.1"},
 	}, "ollama/llama3.2")
-	if err != nil {
-		t.Fatal(err)
-	}
 	svc, err := sampler.New(sampler.Options{
 		Providers: []sampler.Provider{f.provider(t)},
 		Catalog:   cat,

@@ -16,10 +16,7 @@ import (
 // by p, and whose upstream retries wait zero time.
 func newService(t *testing.T, p *Provider) *sampler.Service {
 	t.Helper()
-	cat, err := sampler.NewCatalog([]sampler.Model{{Provider: p.Name(), Name: "gpt-4o"}}, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	cat := sampler.NewCatalog([]sampler.Model{{Provider: p.Name(), Name: "gpt-4o"}}, "")
 	svc, err := sampler.New(sampler.Options{Providers: []sampler.Provider{p}, Catalog: cat,
 		Upstream: retry.Upstream{Rand: func() float64 { return 0 }}})
 	if err != nil {

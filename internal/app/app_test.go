@@ -1,0 +1,82 @@
+package app
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+// TestMetricsOfASample checks that the assembled service records a
+// sampling request where operators look for it: the request by endpoint and
+// outcome (HTTP layer), the upstream call and its tokens (the provider
+// wrapper), corrective retries and sampled's own time (the domain's
+// observer).
+func TestMetricsOfASample(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	a, err := New(context.Background(), Options{Registry: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = a.Close() })
+	srv := httptest.NewServer(a.Handler)
+	t.Cleanup(srv.Close)
+
+	post := func(path, body string, want int) {
+		t.Helper()
+		resp, err := http.Post(srv.URL+path, "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Fatalf("POST %s = %d, want %d", path, resp.StatusCode, want)
+		}
+	}
+	post("/v1/sample", `{"prompt":"hi"}`, http.StatusOK)
+	post("/v1/sample/schema", `{"prompt":"a person","model":"offline/flaky","schema":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}}`, http.StatusOK)
+	post("/v1/sample", `{"prompt":"hi","model":"nope"}`, http.StatusBadRequest)
+
+	want := `
+# HELP sampled_samples_total Sampling requests by endpoint, mode, provider, model and outcome.
+# TYPE sampled_samples_total counter
+sampled_samples_total{endpoint="sample",mode="plain",model="offline/default",outcome="ok",provider="offline"} 1
+sampled_samples_total{endpoint="sample",mode="plain",model="other",outcome="invalid_request",provider="other"} 1
+sampled_samples_total{endpoint="sample_schema",mode="schema",model="offline/flaky",outcome="ok",provider="offline"} 1
+# HELP sampled_validation_retries_total Corrective retries sent by the guaranteed helpers.
+# TYPE sampled_validation_retries_total counter
+sampled_validation_retries_total{method="sampleSchema"} 1
+sampled_validation_retries_total{method="sampleTools"} 0
+`
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "sampled_samples_total", "sampled_validation_retries_total"); err != nil {
+		t.Error(err)
+	}
+	for _, c := range []struct {
+		name string
+		want int
+	}{
+		{"sampled_upstream_request_duration_seconds", 3}, // ok for default and flaky: 1 + 2 attempts
+		{"sampled_upstream_token_usage", 6},              // input and output of each call
+		{"sampled_gateway_overhead_seconds", 3},          // every request the domain served
+	} {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := 0
+		for _, mf := range mfs {
+			if mf.GetName() == c.name {
+				for _, m := range mf.GetMetric() {
+					got += int(m.GetHistogram().GetSampleCount())
+				}
+			}
+		}
+		if got != c.want {
+			t.Errorf("%s observed %d times, want %d", c.name, got, c.want)
+		}
+	}
+}

@@ -1,0 +1,82 @@
+package sampler
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Observer is told what a Service does that its callers cannot see: retried
+// upstream calls, answers that failed validation, time spent in the Service
+// itself. internal/app records it as metrics. Its methods run on the request
+// path: they must be cheap and safe for concurrent use.
+type Observer interface {
+	// UpstreamRetry: a call to provider failed for reason (timeout,
+	// connection, rate_limited, server_error, client_error or other) and is
+	// tried again.
+	UpstreamRetry(provider, reason string)
+	// AnswerInvalid: an answer to a guaranteed helper (method) failed
+	// validation with kind (one of the Kind constants); retried says whether
+	// a corrective retry follows.
+	AnswerInvalid(method, kind string, retried bool)
+	// Exhausted: a guaranteed helper ran out of attempts.
+	Exhausted(method string)
+	// Overhead: the time a request spent in the Service, provider calls and
+	// the waits between their retries excluded.
+	Overhead(d time.Duration)
+}
+
+// Kinds of answers that fail validation.
+const (
+	KindInvalidJSON      = "invalid_json"
+	KindSchemaMismatch   = "schema_mismatch"
+	KindNoToolCall       = "no_tool_call"
+	KindUnknownTool      = "unknown_tool"
+	KindInvalidArguments = "invalid_arguments"
+)
+
+type nopObserver struct{}
+
+func (nopObserver) UpstreamRetry(string, string)       {}
+func (nopObserver) AnswerInvalid(string, string, bool) {}
+func (nopObserver) Exhausted(string)                   {}
+func (nopObserver) Overhead(time.Duration)             {}
+
+// Outcomes of a sampling request, as Outcome names them.
+const (
+	OutcomeOK             = "ok"
+	OutcomeParseError     = "parse_error"
+	OutcomeInvalidRequest = "invalid_request"
+	OutcomeExhausted      = "exhausted"
+	OutcomeUpstreamError  = "upstream_error"
+	OutcomeCancelled      = "cancelled"
+)
+
+// Outcome says how a sampling request that returned res and err ended, and
+// which configured model ("provider/model") answered or failed; modelID is
+// empty when no model was called. ctx is the request's context.
+func Outcome(ctx context.Context, res *Result, err error) (outcome, modelID string) {
+	var (
+		ex *ExhaustedError
+		up *UpstreamError
+	)
+	switch {
+	case err == nil && res.ParseError != nil:
+		return OutcomeParseError, res.ModelID
+	case err == nil:
+		return OutcomeOK, res.ModelID
+	case errors.Is(err, ErrInvalid):
+		return OutcomeInvalidRequest, ""
+	case errors.As(err, &ex):
+		if ex.LastResult != nil {
+			return OutcomeExhausted, ex.LastResult.ModelID
+		}
+		return OutcomeExhausted, ""
+	case ctx.Err() != nil:
+		return OutcomeCancelled, ""
+	case errors.As(err, &up):
+		return OutcomeUpstreamError, up.Model
+	default:
+		return OutcomeUpstreamError, ""
+	}
+}
