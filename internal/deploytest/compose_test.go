@@ -31,7 +31,7 @@ import (
 	"time"
 
 	"github.com/kaptinlin/jsonschema"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 )
 
 // composeRoot is the repository root as seen from this package's directory,

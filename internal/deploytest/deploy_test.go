@@ -19,7 +19,7 @@ import (
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/sampled/sampled/internal/metrics"
 )

@@ -19,7 +19,7 @@ import (
 	"testing"
 	"time"
 
-	"gopkg.in/yaml.v3"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/sampled/sampled/internal/app"
 	"github.com/sampled/sampled/internal/config"

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/kaptinlin/jsonpointer"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -301,7 +302,7 @@ func jsonError(base string, err error) error {
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		// encoding/json has no error type for this one.
 		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return badJSON(base+"/"+sampler.PointerToken(name), fmt.Sprintf("unknown member %q", name))
+		return badJSON(base+"/"+jsonpointer.EscapeToken(name), fmt.Sprintf("unknown member %q", name))
 	default:
 		return badJSON(orRoot(base), err.Error())
 	}

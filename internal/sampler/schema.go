@@ -9,10 +9,10 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 
+	"github.com/kaptinlin/jsonpointer"
 	"github.com/kaptinlin/jsonschema"
 )
 
@@ -87,28 +87,8 @@ func collectLeafErrors(r *jsonschema.EvaluationResult, inst any, base string, ou
 
 // pointerExists reports whether a JSON Pointer names a member of v.
 func pointerExists(v any, ptr string) bool {
-	if ptr == "" {
-		return true
-	}
-	for _, tok := range strings.Split(ptr[1:], "/") {
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-		switch x := v.(type) {
-		case map[string]any:
-			var ok bool
-			if v, ok = x[tok]; !ok {
-				return false
-			}
-		case []any:
-			i, err := strconv.Atoi(tok)
-			if err != nil || i < 0 || i >= len(x) {
-				return false
-			}
-			v = x[i]
-		default:
-			return false
-		}
-	}
-	return true
+	_, err := jsonpointer.Value(v, ptr)
+	return err == nil
 }
 
 // SchemaCache compiles client-supplied JSON Schemas and keeps the most
@@ -224,7 +204,7 @@ func checkSchema(v any, path string, errs *[]FieldError) {
 		bad(path, "a schema must be an object or a boolean")
 		return
 	}
-	at := func(k string) string { return path + "/" + PointerToken(k) }
+	at := func(k string) string { return path + "/" + jsonpointer.EscapeToken(k) }
 	validType := func(s any) bool {
 		switch s {
 		case "string", "number", "integer", "boolean", "object", "array", "null":
@@ -256,7 +236,7 @@ func checkSchema(v any, path string, errs *[]FieldError) {
 				continue
 			}
 			for name, s := range sub {
-				checkSchema(s, at(k)+"/"+PointerToken(name), errs)
+				checkSchema(s, at(k)+"/"+jsonpointer.EscapeToken(name), errs)
 			}
 		}
 	}
@@ -328,10 +308,4 @@ func checkSchema(v any, path string, errs *[]FieldError) {
 			}
 		}
 	}
-}
-
-// PointerToken escapes a member name as a JSON Pointer reference token
-// (RFC 6901: "~" as "~0", "/" as "~1").
-func PointerToken(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
 }

@@ -13,6 +13,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/kaptinlin/jsonpointer"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -211,9 +212,11 @@ func queryJSON(doc json.RawMessage, path string) (json.RawMessage, error) {
 	switch {
 	case path == "":
 	case strings.HasPrefix(path, "/"):
-		for _, t := range strings.Split(path[1:], "/") {
-			tokens = append(tokens, strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~"))
+		p, err := jsonpointer.Parse(path)
+		if err != nil {
+			return nil, fmt.Errorf("path %q: %w", path, err)
 		}
+		tokens = p.Tokens()
 	default:
 		tokens = strings.Split(path, ".")
 	}

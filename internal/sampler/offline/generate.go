@@ -13,7 +13,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/sampled/sampled/internal/sampler"
+	"github.com/kaptinlin/jsonpointer"
 )
 
 // Generation limits.
@@ -1281,7 +1281,7 @@ func (g *generator) genObject(v *view, st state) (any, bool) {
 	o := newObject()
 	ok := true
 	for _, k := range keys {
-		val, good := g.gen(conj{nodes: g.propNodes(v, k)}, st.child(sampler.PointerToken(k), k, st.variant))
+		val, good := g.gen(conj{nodes: g.propNodes(v, k)}, st.child(jsonpointer.EscapeToken(k), k, st.variant))
 		if !good && !must[k] && !dependedOn(v, keys, k) {
 			continue // drop an optional property that cannot be satisfied
 		}
@@ -1311,7 +1311,7 @@ func (g *generator) fillProperties(v *view, o *object, st state) bool {
 		if _, dup := o.vals[k]; dup || len(o.keys) >= v.minProps {
 			return
 		}
-		val, ok := g.gen(conj{nodes: g.propNodes(v, k)}, st.child(sampler.PointerToken(k), k, st.variant))
+		val, ok := g.gen(conj{nodes: g.propNodes(v, k)}, st.child(jsonpointer.EscapeToken(k), k, st.variant))
 		if ok {
 			o.set(k, val)
 		}
