@@ -204,18 +204,6 @@ func Retryable(err error) bool {
 	return false
 }
 
-// RetryableStatus reports whether an upstream HTTP status is worth
-// retrying: 408 Request Timeout, 429 Too Many Requests and every 5xx;
-// never any other status, in particular no other 4xx.
-func RetryableStatus(status int) bool {
-	switch {
-	case status == http.StatusRequestTimeout, status == http.StatusTooManyRequests:
-		return true
-	default:
-		return status >= 500 && status <= 599
-	}
-}
-
 // ParseRetryAfter parses a Retry-After header value, either delay-seconds
 // (ASCII digits only) or an HTTP-date, which is taken relative to now. It
 // returns ok=false if v is empty, malformed or negative (including a date

@@ -25,7 +25,10 @@ type testError struct {
 func (e *testError) Error() string { return fmt.Sprintf("upstream: status %d", e.status) }
 func (e *testError) Unwrap() error { return e.err }
 
-func (e *testError) Retryable() bool { return RetryableStatus(e.status) }
+// Retryable: 408, 429 and 5xx, as for *sampler.UpstreamError.
+func (e *testError) Retryable() bool {
+	return e.status == http.StatusRequestTimeout || e.status == http.StatusTooManyRequests || e.status >= 500
+}
 
 func (e *testError) RetryAfterHint() (time.Duration, bool) {
 	return e.retryAfter, e.retryAfter > 0
@@ -552,40 +555,6 @@ func TestRetryable(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if diff := cmp.Diff(tt.want, Retryable(tt.err)); diff != "" {
 				t.Errorf("Retryable(%v) mismatch (-want +got):\n%s", tt.err, diff)
-			}
-		})
-	}
-}
-
-func TestRetryableStatus(t *testing.T) {
-	tests := []struct {
-		status int
-		want   bool
-	}{
-		{0, false},
-		{200, false},
-		{301, false},
-		{400, false},
-		{401, false},
-		{403, false},
-		{404, false},
-		{408, true},
-		{409, false},
-		{422, false},
-		{429, true},
-		{499, false},
-		{500, true},
-		{501, true},
-		{502, true},
-		{503, true},
-		{504, true},
-		{599, true},
-		{600, false},
-	}
-	for _, tt := range tests {
-		t.Run(fmt.Sprintf("%d %s", tt.status, http.StatusText(tt.status)), func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, RetryableStatus(tt.status)); diff != "" {
-				t.Errorf("RetryableStatus(%d) mismatch (-want +got):\n%s", tt.status, diff)
 			}
 		})
 	}

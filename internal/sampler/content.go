@@ -72,11 +72,6 @@ type Content struct {
 // TextBlock returns a text content block.
 func TextBlock(s string) Content { return Content{Type: BlockText, Text: s} }
 
-// ToolUseBlock returns a tool_use content block.
-func ToolUseBlock(id, name string, input json.RawMessage) Content {
-	return Content{Type: BlockToolUse, ID: id, Name: name, Input: input}
-}
-
 // UserMessage returns a user message holding blocks.
 func UserMessage(blocks ...Content) Message { return Message{Role: RoleUser, Content: blocks} }
 

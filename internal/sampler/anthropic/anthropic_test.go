@@ -25,7 +25,7 @@ var (
 )
 
 func toolUse(id, name, input string) sampler.Content {
-	return sampler.ToolUseBlock(id, name, json.RawMessage(input))
+	return sampler.Content{Type: sampler.BlockToolUse, ID: id, Name: name, Input: json.RawMessage(input)}
 }
 
 // A 1×1 PNG.

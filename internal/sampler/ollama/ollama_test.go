@@ -50,7 +50,7 @@ var (
 )
 
 func toolUse(id, name, input string) sampler.Content {
-	return sampler.ToolUseBlock(id, name, json.RawMessage(input))
+	return sampler.Content{Type: sampler.BlockToolUse, ID: id, Name: name, Input: json.RawMessage(input)}
 }
 
 func ptr[T any](v T) *T { return &v }
