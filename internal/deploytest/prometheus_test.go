@@ -23,6 +23,7 @@ import (
 
 	"github.com/sampled/sampled/internal/app"
 	"github.com/sampled/sampled/internal/config"
+	"github.com/sampled/sampled/internal/testwait"
 	"github.com/sampled/sampled/internal/tools/mcptest"
 )
 
@@ -94,7 +95,7 @@ func TestDashboardAndAlertsAgainstPrometheus(t *testing.T) {
 	srv := httptest.NewServer(a.Handler)
 	defer srv.Close()
 	target := strings.TrimPrefix(srv.URL, "http://")
-	waitFor(t, 30*time.Second, "the test MCP server to connect (/readyz)", func() bool {
+	testwait.Poll(t, 250*time.Millisecond, 30*time.Second, "the test MCP server to connect (/readyz)", func() bool {
 		resp, err := http.Get(srv.URL + "/readyz")
 		if err != nil {
 			return false
@@ -133,21 +134,21 @@ func TestDashboardAndAlertsAgainstPrometheus(t *testing.T) {
 	api := "http://" + promAddr
 
 	// Wait until Prometheus scrapes sampled.
-	waitFor(t, 60*time.Second, "prometheus scraping sampled", func() bool {
+	testwait.Poll(t, 250*time.Millisecond, 60*time.Second, "prometheus scraping sampled", func() bool {
 		v, err := query(api, `up{job="sampled"}`)
 		return err == nil && len(v) == 1 && v[0].Value[1] == "1"
 	})
 
 	drive(t, srv.URL)
 	// Let several scrapes see the load, so rates over 1m have two points.
-	waitFor(t, 60*time.Second, "the load to be scraped", func() bool {
+	testwait.Poll(t, 250*time.Millisecond, 60*time.Second, "the load to be scraped", func() bool {
 		v, err := query(api, `count_over_time(sampled_loops_total{status="completed"}[1m])`)
 		return err == nil && len(v) > 0 && number(v[0]) >= 4
 	})
 	drive(t, srv.URL)
 	// Wait until a scrape has seen the whole second round (its loops come
 	// last), so that every rate over the last minute covers new activity.
-	waitFor(t, 60*time.Second, "the second round to be scraped", func() bool {
+	testwait.Poll(t, 250*time.Millisecond, 60*time.Second, "the second round to be scraped", func() bool {
 		v, err := query(api, `sum(sampled_loops_total)`)
 		return err == nil && len(v) > 0 && number(v[0]) >= 4
 	})
@@ -163,7 +164,7 @@ func TestDashboardAndAlertsAgainstPrometheus(t *testing.T) {
 		})
 	}
 	// Prometheus loaded and evaluated every rule without errors.
-	waitFor(t, 30*time.Second, "rules evaluated", func() bool {
+	testwait.Poll(t, 250*time.Millisecond, 30*time.Second, "rules evaluated", func() bool {
 		ok, _ := rulesHealthy(api)
 		return ok
 	})
@@ -415,19 +416,4 @@ func freeAddr(t *testing.T) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(d)
-	for !cond() {
-		select {
-		case <-tick.C:
-		case <-deadline:
-			t.Fatalf("timed out waiting for %s", what)
-		}
-	}
 }

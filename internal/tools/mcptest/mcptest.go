@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/sampled/sampled/internal/testwait"
 )
 
 // BuildServer builds the test MCP server into dir and returns the path of
@@ -27,16 +29,8 @@ func BuildServer(dir string) (string, error) {
 // timeout. The file is written by another process, which cannot signal.
 func PollFile(t testing.TB, path, want string, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(5 * time.Millisecond)
-	defer tick.Stop()
-	var got []byte
-	for time.Now().Before(deadline) {
-		got, _ = os.ReadFile(path)
-		if string(got) == want {
-			return
-		}
-		<-tick.C
-	}
-	t.Fatalf("%s holds %q, want %q", path, got, want)
+	testwait.Poll(t, 5*time.Millisecond, timeout, fmt.Sprintf("%s to hold %q", path, want), func() bool {
+		got, _ := os.ReadFile(path)
+		return string(got) == want
+	})
 }
