@@ -97,6 +97,7 @@ type APIError struct {
 	Type, Code, Param string
 }
 
+// Error returns the message, then the type, code and param that are set.
 func (e *APIError) Error() string {
 	var b strings.Builder
 	b.WriteString(e.Message)
