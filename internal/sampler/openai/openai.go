@@ -210,7 +210,9 @@ func (p *Provider) buffer() *bytes.Buffer {
 	return new(bytes.Buffer)
 }
 
-// release returns buf to the pool unless it grew too large to keep.
+// release returns buf to the pool unless it grew too large to keep. The
+// reply's bytes are not referenced after decoding: json.Unmarshal copies
+// every string it keeps.
 func (p *Provider) release(buf *bytes.Buffer) {
 	if buf.Cap() > maxPooledBuffer {
 		return
