@@ -113,3 +113,44 @@ func TestKeyNeverInErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestReplyContent checks the forms a reply's message content takes: a
+// string, null, or, from some compatible servers, an array of content
+// parts whose text parts are joined.
+func TestReplyContent(t *testing.T) {
+	const head = `{"id":"chatcmpl-1","object":"chat.completion","created":1741569952,"model":"m","usage":{"prompt_tokens":3,"completion_tokens":2,"total_tokens":5},"choices":[{"index":0,"finish_reason":"stop","message":{"role":"assistant","content":`
+	const tail = `}}]}`
+	tests := []struct {
+		name    string
+		content string
+		want    []sampler.Content
+		wantErr string
+	}{
+		{name: "string with escapes", content: `"caf\u00e9 \"au\" lait\n"`, want: []sampler.Content{sampler.TextBlock("café \"au\" lait\n")}},
+		{name: "null", content: `null`},
+		{name: "parts", content: `[{"type":"text","text":"Hello, "},{"type":"image_url","image_url":{"url":"data:image/png;base64,AA=="}},{"type":"text","text":"world."}]`,
+			want: []sampler.Content{sampler.TextBlock("Hello, world.")}},
+		{name: "number", content: `42`, wantErr: "unreadable reply: message content is neither a string nor an array: 42"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFake(t, reply{body: head + tt.content + tail, compat: true})
+			p := New(Options{Name: "vllm", BaseURL: f.srv.URL})
+			got, err := p.Sample(context.Background(), helloRequest())
+			if tt.wantErr != "" {
+				if ue := asUpstream(t, err); ue.Message != tt.wantErr || ue.Status != http.StatusOK {
+					t.Errorf("UpstreamError = {Status: %d, Message: %q}, want {200, %q}", ue.Status, ue.Message, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Sample: %v", err)
+			}
+			want := &sampler.Response{Model: "m", Content: tt.want, StopReason: sampler.StopEndTurn,
+				Usage: sampler.Usage{InputTokens: 3, OutputTokens: 2}}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("Sample (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -83,7 +84,7 @@ func TestSampleErrors(t *testing.T) {
 		{
 			name:  "unreadable reply",
 			reply: reply{body: `{"id":"chatcmpl-1","object":"chat.completion",`, compat: true},
-			want:  &sampler.UpstreamError{Provider: "openai", Status: 200, Message: "unreadable reply: unexpected EOF"},
+			want:  &sampler.UpstreamError{Provider: "openai", Status: 200, Message: "unreadable reply: unexpected end of JSON input"},
 		},
 		{
 			name:  "no choices",
@@ -185,4 +186,101 @@ func TestDeadline(t *testing.T) {
 		t.Errorf("UpstreamError = %+v, want Timeout", ue)
 	}
 	waitFor(t, f.gone, "the fake to see the request end")
+}
+
+// TestErrorObject checks how error bodies become the Message and the
+// *APIError of the UpstreamError: OpenAI's documented error object, the
+// variants compatible servers send, and bodies that are not one.
+func TestErrorObject(t *testing.T) {
+	tests := []struct {
+		name        string
+		status      int
+		body        string
+		wantMessage string
+		// wantAPI nil means the chain holds no *APIError.
+		wantAPI *APIError
+	}{
+		{
+			name:        "documented shape",
+			status:      http.StatusTooManyRequests,
+			body:        `{"error":{"message":"You exceeded your current quota.","type":"insufficient_quota","param":null,"code":"insufficient_quota"}}`,
+			wantMessage: "You exceeded your current quota.",
+			wantAPI:     &APIError{Message: "You exceeded your current quota.", Type: "insufficient_quota", Code: "insufficient_quota"},
+		},
+		{
+			name:        "param and numeric code",
+			status:      http.StatusBadRequest,
+			body:        `{"error":{"message":"Unsupported value: 'temperature'.","type":"invalid_request_error","param":"temperature","code":400}}`,
+			wantMessage: "Unsupported value: 'temperature'.",
+			wantAPI:     &APIError{Message: "Unsupported value: 'temperature'.", Type: "invalid_request_error", Param: "temperature", Code: "400"},
+		},
+		{
+			name:        "message as a list",
+			status:      http.StatusBadRequest,
+			body:        `{"error":{"message":["'a' is a required property","'b' is not of type 'string'"],"type":"invalid_request_error"}}`,
+			wantMessage: "'a' is a required property, 'b' is not of type 'string'",
+			wantAPI:     &APIError{Message: "'a' is a required property, 'b' is not of type 'string'", Type: "invalid_request_error"},
+		},
+		{
+			name:        "empty error object",
+			status:      http.StatusServiceUnavailable,
+			body:        `{"error":{}}`,
+			wantMessage: "Service Unavailable",
+			wantAPI:     &APIError{},
+		},
+		{
+			name:        "top-level message of a compatible server",
+			status:      http.StatusBadRequest,
+			body:        `{"object":"error","message":"max_tokens is too large","type":"BadRequestError","code":400}`,
+			wantMessage: `Bad Request: {"object":"error","message":"max_tokens is too large","type":"BadRequestError","code":400}`,
+		},
+		{
+			name:        "empty body with an unknown status",
+			status:      599,
+			wantMessage: "status 599",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFake(t, reply{status: tt.status, body: tt.body})
+			p := New(Options{BaseURL: f.srv.URL, APIKey: testKey})
+			_, err := p.Sample(context.Background(), helloRequest())
+			ue := asUpstream(t, err)
+			if ue.Status != tt.status || ue.Message != tt.wantMessage {
+				t.Errorf("UpstreamError = {Status: %d, Message: %q}, want {%d, %q}", ue.Status, ue.Message, tt.status, tt.wantMessage)
+			}
+			var got *APIError
+			errors.As(err, &got)
+			if diff := cmp.Diff(tt.wantAPI, got); diff != "" {
+				t.Errorf("APIError (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestOversizeReply checks that a reply longer than MaxReplyBytes is an
+// upstream error, whether its length is declared up front or only found
+// while reading.
+func TestOversizeReply(t *testing.T) {
+	// A well-formed reply, padded past the limit.
+	pad := strings.Repeat("a", MaxReplyBytes)
+	big := `{"id":"chatcmpl-1","object":"chat.completion","model":"gpt-4o","choices":[],"pad":"` + pad + `"}`
+	tests := []struct {
+		name   string
+		header map[string]string
+	}{
+		{name: "declared length", header: map[string]string{"Content-Length": strconv.Itoa(len(big))}},
+		{name: "chunked", header: map[string]string{"Transfer-Encoding": "chunked"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFake(t, reply{body: big, header: tt.header, compat: true})
+			p := New(Options{BaseURL: f.srv.URL})
+			_, err := p.Sample(context.Background(), helloRequest())
+			want := &sampler.UpstreamError{Provider: "openai", Status: 200, Message: "the reply exceeds 16 MiB"}
+			if diff := cmp.Diff(want, asUpstream(t, err), ignoreErr()); diff != "" {
+				t.Errorf("UpstreamError (-want +got):\n%s", diff)
+			}
+		})
+	}
 }

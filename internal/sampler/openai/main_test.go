@@ -200,7 +200,7 @@ func (f *fakeUpstream) last(t *testing.T) []byte {
 	return b[len(b)-1]
 }
 
-func readTestdata(t *testing.T, name string) []byte {
+func readTestdata(t testing.TB, name string) []byte {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", "openai", name))
 	if err != nil {

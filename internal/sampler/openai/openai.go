@@ -5,23 +5,22 @@
 // the reply back to a sampler.Response. It never retries: every upstream
 // failure is returned as a *sampler.UpstreamError and the Service decides.
 //
-// The HTTP exchange runs through github.com/sashabaranov/go-openai's Client
-// (endpoint, auth header, error and reply decoding). The request body is
-// encoded by this package, because go-openai v1.43.0's ChatCompletionRequest
-// cannot express input_audio parts, temperature 0 (a float32 with omitempty)
-// or an empty text content; the adapter's HTTPDoer sends that body in place
-// of the client's own encoding. See encodeRequest.
+// It speaks the API over net/http with wire types of its own (request.go,
+// response.go) that hold only the fields it sends or reads; the tests
+// check them against OpenAI's OpenAPI description in reference/openai.
 package openai
 
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
-
-	goopenai "github.com/sashabaranov/go-openai"
 
 	"github.com/sampled/sampled/internal/sampler"
 )
@@ -31,6 +30,23 @@ const (
 	DefaultName                  = "openai"
 	DefaultBaseURL               = "https://api.openai.com/v1"
 	DefaultResponseHeaderTimeout = 60 * time.Second
+)
+
+// MaxReplyBytes is the most a provider reads of a reply: a larger one is
+// an upstream error, not a larger allocation.
+const MaxReplyBytes = 16 << 20
+
+const (
+	// maxIdleConns is the number of idle connections the provider's own
+	// transport keeps to its upstream. net/http's default of 2 per host
+	// makes every call beyond the second dial anew under load.
+	maxIdleConns = 256
+	// maxErrorBytes is the most read of an error reply: only its message
+	// is kept.
+	maxErrorBytes = 64 << 10
+	// maxPooledBuffer is the largest reply buffer kept for reuse, so that
+	// one large reply does not stay in memory.
+	maxPooledBuffer = 1 << 20
 )
 
 // Options configure a Provider; zero values mean defaults.
@@ -46,8 +62,9 @@ type Options struct {
 	// Authorization header (local servers). It is never logged or returned
 	// in an error.
 	APIKey string
-	// HTTPClient nil means a client of its own whose transport has
-	// ResponseHeaderTimeout.
+	// HTTPClient nil means a client of the provider's own: one transport
+	// that keeps up to 256 idle connections to the upstream, with
+	// ResponseHeaderTimeout. A given client is used as it is.
 	HTTPClient *http.Client
 	// ResponseHeaderTimeout bounds the wait for the reply's headers; 0
 	// means 60s. It is used only when HTTPClient is nil.
@@ -57,35 +74,61 @@ type Options struct {
 // Provider is a sampler.Provider for the Chat Completions API. It is safe
 // for concurrent use.
 type Provider struct {
-	name   string
-	client *goopenai.Client
-	// redact removes the API key from a text. The key itself is not a
-	// field, so that printing a Provider cannot show it.
+	name     string
+	endpoint string
+	client   *http.Client
+	// authorization is "Bearer <key>", nil without a key. It is a pointer
+	// so that printing a Provider shows an address, not the key.
+	authorization *string
+	// redact removes the API key from a text.
 	redact sampler.Redactor
+	// strict remembers which schemas can be sent with strict:true.
+	strict *strictCache
+	// buffers holds *bytes.Buffer that replies are read into.
+	buffers sync.Pool
 }
+
+var _ sampler.Provider = (*Provider)(nil)
 
 // New returns a Provider configured by o.
 func New(o Options) *Provider {
-	name := o.Name
-	if name == "" {
-		name = DefaultName
+	p := &Provider{name: o.Name, client: o.HTTPClient, redact: sampler.NewRedactor(o.APIKey), strict: newStrictCache()}
+	if p.name == "" {
+		p.name = DefaultName
 	}
-	baseURL := strings.TrimRight(o.BaseURL, "/")
-	if baseURL == "" {
-		baseURL = DefaultBaseURL
+	base := strings.TrimRight(o.BaseURL, "/")
+	if base == "" {
+		base = DefaultBaseURL
 	}
-	hc := o.HTTPClient
-	if hc == nil {
+	p.endpoint = base + "/chat/completions"
+	if o.APIKey != "" {
+		auth := "Bearer " + o.APIKey
+		p.authorization = &auth
+	}
+	if p.client == nil {
 		timeout := o.ResponseHeaderTimeout
 		if timeout <= 0 {
 			timeout = DefaultResponseHeaderTimeout
 		}
-		hc = sampler.NewHTTPClient(timeout)
+		p.client = newHTTPClient(timeout)
 	}
-	cfg := goopenai.DefaultConfig(o.APIKey)
-	cfg.BaseURL = baseURL
-	cfg.HTTPClient = doer{client: hc}
-	return &Provider{name: name, client: goopenai.NewClientWithConfig(cfg), redact: sampler.NewRedactor(o.APIKey)}
+	return p
+}
+
+// newHTTPClient returns a client with net/http's default transport
+// settings (proxy from the environment, keep-alives, HTTP/2), a pool of
+// maxIdleConns idle connections and the given ResponseHeaderTimeout.
+func newHTTPClient(responseHeaderTimeout time.Duration) *http.Client {
+	var t *http.Transport
+	if dt, ok := http.DefaultTransport.(*http.Transport); ok {
+		t = dt.Clone()
+	} else {
+		t = &http.Transport{Proxy: http.ProxyFromEnvironment, ForceAttemptHTTP2: true}
+	}
+	t.MaxIdleConns = maxIdleConns
+	t.MaxIdleConnsPerHost = maxIdleConns
+	t.ResponseHeaderTimeout = responseHeaderTimeout
+	return &http.Client{Transport: t}
 }
 
 // Name returns the provider's configured name.
@@ -96,58 +139,84 @@ func (p *Provider) Name() string { return p.name }
 // are *sampler.UpstreamError. When ctx is cancelled the error satisfies
 // errors.Is(err, context.Canceled).
 func (p *Provider) Sample(ctx context.Context, req *sampler.Request) (*sampler.Response, error) {
+	if req == nil {
+		return nil, errors.New("openai: nil request")
+	}
 	body, err := p.encodeRequest(req)
 	if err != nil {
 		return nil, err
 	}
-	x := &exchange{body: body}
-	// go-openai marshals this stub and runs its checks on it; the doer sends
-	// body instead.
-	stub := goopenai.ChatCompletionRequest{Model: req.Model}
-	resp, err := p.client.CreateChatCompletion(context.WithValue(ctx, exchangeKey{}, x), stub)
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, p.endpoint, bytes.NewReader(body))
 	if err != nil {
-		return nil, p.upstreamError(ctx, x, err)
+		return nil, fmt.Errorf("openai: %w", err)
 	}
-	return p.decodeResponse(x, &resp)
-}
-
-// exchange carries one call's request body to the doer and brings back
-// what go-openai does not expose: the status and Retry-After of the reply.
-// It is used by one goroutine at a time: the doer runs inside the call.
-type exchange struct {
-	body       []byte
-	status     int
-	retryAfter string
-}
-
-type exchangeKey struct{}
-
-// doer is the go-openai HTTPDoer of a Provider. It sends the body of the
-// call's exchange in place of go-openai's encoding and records the status
-// and the Retry-After header of the reply.
-type doer struct {
-	client *http.Client
-}
-
-// Do sends req with the exchange's body and records the reply's status.
-func (d doer) Do(req *http.Request) (*http.Response, error) {
-	x, _ := req.Context().Value(exchangeKey{}).(*exchange)
-	if x != nil && x.body != nil {
-		if req.Body != nil {
-			_ = req.Body.Close()
-		}
-		body := x.body
-		req.Body = io.NopCloser(bytes.NewReader(body))
-		req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
-		req.ContentLength = int64(len(body))
+	hreq.Header.Set("Content-Type", "application/json")
+	hreq.Header.Set("Accept", "application/json")
+	if p.authorization != nil {
+		hreq.Header.Set("Authorization", *p.authorization)
 	}
-	resp, err := d.client.Do(req)
-	if err != nil || x == nil {
-		return resp, err
+	resp, err := p.client.Do(hreq)
+	if err != nil {
+		return nil, p.transportError(ctx, err)
 	}
-	x.status = resp.StatusCode
+	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		x.retryAfter = resp.Header.Get("Retry-After")
+		return nil, p.statusError(resp)
 	}
-	return resp, nil
+
+	buf := p.buffer()
+	defer p.release(buf)
+	if err := readReply(buf, resp); err != nil {
+		if errors.Is(err, errTooLarge) {
+			return nil, &sampler.UpstreamError{Provider: p.name, Status: resp.StatusCode,
+				Message: fmt.Sprintf("the reply exceeds %d MiB", MaxReplyBytes>>20)}
+		}
+		return nil, p.transportError(ctx, err)
+	}
+	var cr chatResponse
+	if err := json.Unmarshal(buf.Bytes(), &cr); err != nil {
+		return nil, &sampler.UpstreamError{Provider: p.name, Status: resp.StatusCode,
+			Message: "unreadable reply: " + p.redact.String(err.Error()), Err: p.redact.Error(err)}
+	}
+	return p.decodeResponse(resp.StatusCode, &cr)
+}
+
+// errTooLarge is a reply longer than MaxReplyBytes.
+var errTooLarge = errors.New("reply too large")
+
+// readReply reads the body of resp into buf, at most MaxReplyBytes.
+func readReply(buf *bytes.Buffer, resp *http.Response) error {
+	if resp.ContentLength > MaxReplyBytes {
+		return errTooLarge
+	}
+	if resp.ContentLength > 0 {
+		// Room for the body and the read that meets its end.
+		buf.Grow(int(resp.ContentLength) + bytes.MinRead)
+	}
+	if _, err := buf.ReadFrom(&io.LimitedReader{R: resp.Body, N: MaxReplyBytes + 1}); err != nil {
+		return err
+	}
+	if buf.Len() > MaxReplyBytes {
+		return errTooLarge
+	}
+	return nil
+}
+
+// buffer returns an empty buffer from the provider's pool.
+func (p *Provider) buffer() *bytes.Buffer {
+	if b, ok := p.buffers.Get().(*bytes.Buffer); ok {
+		return b
+	}
+	return new(bytes.Buffer)
+}
+
+// release returns buf to the pool unless it grew too large to keep. The
+// reply's bytes are not referenced after decoding: json.Unmarshal copies
+// every string it keeps.
+func (p *Provider) release(buf *bytes.Buffer) {
+	if buf.Cap() > maxPooledBuffer {
+		return
+	}
+	buf.Reset()
+	p.buffers.Put(buf)
 }

@@ -3,10 +3,10 @@ package openai
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	goopenai "github.com/sashabaranov/go-openai"
 
 	"github.com/sampled/sampled/internal/sampler"
 )
@@ -443,7 +443,7 @@ func TestStopReason(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := stopReason(goopenai.FinishReason(tt.finish)); got != tt.want {
+			if got := stopReason(tt.finish); got != tt.want {
 				t.Errorf("stopReason(%q) = %q, want %q", tt.finish, got, tt.want)
 			}
 		})
@@ -461,5 +461,33 @@ func TestName(t *testing.T) {
 				t.Errorf("Name() = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestStrictCache checks that the cache answers as strictCompatible does,
+// call after call and schema by schema, and that it stays bounded.
+func TestStrictCache(t *testing.T) {
+	loose := `{"type":"object","properties":{"a":{"type":"string"}}}`
+	c := newStrictCache()
+	calls := []struct {
+		schema string
+		want   bool
+	}{{eventSchema, true}, {loose, false}, {eventSchema, true}, {loose, false}}
+	for i, call := range calls {
+		if got := c.compatible(json.RawMessage(call.schema)); got != call.want {
+			t.Errorf("call %d: compatible(%s) = %v, want %v", i, call.schema, got, call.want)
+		}
+	}
+	if n := len(c.m); n != 2 {
+		t.Errorf("the cache holds %d entries after two schemas, want 2", n)
+	}
+	for i := range maxStrictCache + 10 {
+		schema := fmt.Sprintf(`{"type":"object","properties":{},"additionalProperties":false,"description":"%d"}`, i)
+		if !c.compatible(json.RawMessage(schema)) {
+			t.Fatalf("compatible(%s) = false, want true", schema)
+		}
+	}
+	if n := len(c.m); n > maxStrictCache {
+		t.Errorf("the cache holds %d entries, more than %d", n, maxStrictCache)
 	}
 }

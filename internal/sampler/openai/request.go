@@ -4,47 +4,101 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"hash/maphash"
 	"strings"
-
-	goopenai "github.com/sashabaranov/go-openai"
+	"sync"
 
 	"github.com/sampled/sampled/internal/sampler"
 )
 
 // chatRequest is the body of POST /chat/completions as this adapter sends
-// it: a subset of OpenAI's CreateChatCompletionRequest. Nested shapes that
-// go-openai models faithfully are its own types.
+// it: the subset of OpenAI's CreateChatCompletionRequest it uses.
 type chatRequest struct {
 	Model    string        `json:"model"`
 	Messages []chatMessage `json:"messages"`
 	// MaxCompletionTokens is the current field; max_tokens is deprecated
 	// and refused by reasoning models.
-	MaxCompletionTokens int             `json:"max_completion_tokens,omitempty"`
-	Temperature         *float64        `json:"temperature,omitempty"`
-	Stop                []string        `json:"stop,omitempty"`
-	Tools               []goopenai.Tool `json:"tools,omitempty"`
+	MaxCompletionTokens int        `json:"max_completion_tokens,omitempty"`
+	Temperature         *float64   `json:"temperature,omitempty"`
+	Stop                []string   `json:"stop,omitempty"`
+	Tools               []chatTool `json:"tools,omitempty"`
 	// ToolChoice is a string ("auto", "required", "none") or a
-	// goopenai.ToolChoice naming one function.
-	ToolChoice     any                                    `json:"tool_choice,omitempty"`
-	ResponseFormat *goopenai.ChatCompletionResponseFormat `json:"response_format,omitempty"`
+	// namedToolChoice.
+	ToolChoice     any             `json:"tool_choice,omitempty"`
+	ResponseFormat *responseFormat `json:"response_format,omitempty"`
 }
 
 // chatMessage is one message of the request. Content is a string, a
 // []contentPart or nil, which is written as null (an assistant message that
 // only calls tools).
 type chatMessage struct {
-	Role       string              `json:"role"`
-	Content    any                 `json:"content"`
-	ToolCalls  []goopenai.ToolCall `json:"tool_calls,omitempty"`
-	ToolCallID string              `json:"tool_call_id,omitempty"`
+	Role       string     `json:"role"`
+	Content    any        `json:"content"`
+	ToolCalls  []toolCall `json:"tool_calls,omitempty"`
+	ToolCallID string     `json:"tool_call_id,omitempty"`
+}
+
+// toolCall is a function call of an assistant message, in a request and
+// in a reply.
+type toolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function functionCall `json:"function"`
+}
+
+// functionCall names the function of a toolCall; Arguments is a JSON text.
+type functionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// chatTool declares one function the model may call.
+type chatTool struct {
+	Type     string      `json:"type"`
+	Function functionDef `json:"function"`
+}
+
+// functionDef is a function's name, description and JSON Schema of its
+// arguments.
+type functionDef struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description,omitempty"`
+	Parameters  json.RawMessage `json:"parameters,omitempty"`
+}
+
+// namedToolChoice forces a call of one function.
+type namedToolChoice struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name string `json:"name"`
+	} `json:"function"`
+}
+
+// responseFormat asks for an answer that matches a JSON Schema.
+type responseFormat struct {
+	Type       string     `json:"type"`
+	JSONSchema jsonSchema `json:"json_schema"`
+}
+
+// jsonSchema is the json_schema member of a responseFormat. Schema is
+// sent as the client gave it, every keyword kept.
+type jsonSchema struct {
+	Name   string          `json:"name"`
+	Schema json.RawMessage `json:"schema"`
+	Strict bool            `json:"strict"`
 }
 
 // contentPart is a text, image_url or input_audio part of a user message.
 type contentPart struct {
-	Type       string                        `json:"type"`
-	Text       *string                       `json:"text,omitempty"`
-	ImageURL   *goopenai.ChatMessageImageURL `json:"image_url,omitempty"`
-	InputAudio *inputAudio                   `json:"input_audio,omitempty"`
+	Type       string      `json:"type"`
+	Text       *string     `json:"text,omitempty"`
+	ImageURL   *imageURL   `json:"image_url,omitempty"`
+	InputAudio *inputAudio `json:"input_audio,omitempty"`
+}
+
+// imageURL is the payload of an image_url part: here always a data URL.
+type imageURL struct {
+	URL string `json:"url"`
 }
 
 // inputAudio is the payload of an input_audio part.
@@ -59,6 +113,9 @@ const (
 	roleAssistant = "assistant"
 	roleTool      = "tool"
 
+	typeFunction   = "function"
+	typeJSONSchema = "json_schema"
+
 	partText       = "text"
 	partImageURL   = "image_url"
 	partInputAudio = "input_audio"
@@ -71,8 +128,10 @@ const (
 // for content the Chat Completions API cannot carry.
 func (p *Provider) encodeRequest(req *sampler.Request) ([]byte, error) {
 	cr := chatRequest{
-		Model:               req.Model,
-		Messages:            []chatMessage{},
+		Model: req.Model,
+		// One message per message, and the system prompt; tool results
+		// add one each.
+		Messages:            make([]chatMessage, 0, len(req.Messages)+1),
 		MaxCompletionTokens: req.MaxTokens,
 		Temperature:         req.Temperature,
 		Stop:                req.StopSequences,
@@ -82,36 +141,32 @@ func (p *Provider) encodeRequest(req *sampler.Request) ([]byte, error) {
 		cr.Messages = append(cr.Messages, chatMessage{Role: roleSystem, Content: req.SystemPrompt})
 	}
 	for i, m := range req.Messages {
-		msgs, err := p.encodeMessage(i, m)
-		if err != nil {
+		var err error
+		if cr.Messages, err = p.appendMessage(cr.Messages, i, m); err != nil {
 			return nil, err
 		}
-		cr.Messages = append(cr.Messages, msgs...)
 	}
-	for _, t := range req.Tools {
-		def := &goopenai.FunctionDefinition{Name: t.Name, Description: t.Description, Parameters: t.InputSchema}
-		cr.Tools = append(cr.Tools, goopenai.Tool{Type: goopenai.ToolTypeFunction, Function: def})
+	if len(req.Tools) > 0 {
+		cr.Tools = make([]chatTool, len(req.Tools))
+		for i, t := range req.Tools {
+			cr.Tools[i] = chatTool{Type: typeFunction,
+				Function: functionDef{Name: t.Name, Description: t.Description, Parameters: t.InputSchema}}
+		}
 	}
 	if tc := req.ToolChoice; tc != nil && tc.Mode != "" && len(req.Tools) > 0 {
 		switch tc.Mode {
 		case sampler.ToolChoiceTool:
-			cr.ToolChoice = goopenai.ToolChoice{Type: goopenai.ToolTypeFunction, Function: goopenai.ToolFunction{Name: tc.Name}}
+			named := namedToolChoice{Type: typeFunction}
+			named.Function.Name = tc.Name
+			cr.ToolChoice = named
 		default:
 			// auto, required and none are OpenAI's own spellings.
 			cr.ToolChoice = tc.Mode
 		}
 	}
 	if len(req.Schema) > 0 {
-		cr.ResponseFormat = &goopenai.ChatCompletionResponseFormat{
-			Type: goopenai.ChatCompletionResponseFormatTypeJSONSchema,
-			JSONSchema: &goopenai.ChatCompletionResponseFormatJSONSchema{
-				Name: schemaName,
-				// A json.RawMessage keeps every keyword; go-openai's own
-				// schema type would drop the ones it does not model.
-				Schema: json.RawMessage(req.Schema),
-				Strict: strictCompatible(req.Schema),
-			},
-		}
+		cr.ResponseFormat = &responseFormat{Type: typeJSONSchema,
+			JSONSchema: jsonSchema{Name: schemaName, Schema: req.Schema, Strict: p.strict.compatible(req.Schema)}}
 	}
 	body, err := json.Marshal(cr)
 	if err != nil {
@@ -120,15 +175,15 @@ func (p *Provider) encodeRequest(req *sampler.Request) ([]byte, error) {
 	return body, nil
 }
 
-// encodeMessage maps message i to OpenAI messages: a user message becomes
-// one "tool" message per tool_result followed by a user message with the
-// other blocks, if any; an assistant message becomes one assistant message
-// with its text and tool calls.
-func (p *Provider) encodeMessage(i int, m sampler.Message) ([]chatMessage, error) {
+// appendMessage appends message i, mapped to OpenAI messages, to out: a
+// user message becomes one "tool" message per tool_result followed by a
+// user message with the other blocks, if any; an assistant message becomes
+// one assistant message with its text and tool calls.
+func (p *Provider) appendMessage(out []chatMessage, i int, m sampler.Message) ([]chatMessage, error) {
 	at := func(j int) string { return fmt.Sprintf("/messages/%d/content/%d", i, j) }
 	if m.Role == sampler.RoleAssistant {
 		var texts []string
-		var calls []goopenai.ToolCall
+		var calls []toolCall
 		for j, c := range m.Content {
 			switch c.Type {
 			case sampler.BlockText:
@@ -138,8 +193,8 @@ func (p *Provider) encodeMessage(i int, m sampler.Message) ([]chatMessage, error
 				if len(c.Input) > 0 {
 					args = string(sampler.CompactJSON(c.Input))
 				}
-				calls = append(calls, goopenai.ToolCall{ID: c.ID, Type: goopenai.ToolTypeFunction,
-					Function: goopenai.FunctionCall{Name: c.Name, Arguments: args}})
+				calls = append(calls, toolCall{ID: c.ID, Type: typeFunction,
+					Function: functionCall{Name: c.Name, Arguments: args}})
 			default:
 				return nil, sampler.Invalid(at(j), "provider %s does not accept %s content in assistant messages", p.name, c.Type)
 			}
@@ -155,9 +210,12 @@ func (p *Provider) encodeMessage(i int, m sampler.Message) ([]chatMessage, error
 		default:
 			msg.Content = textParts(texts)
 		}
-		return []chatMessage{msg}, nil
+		return append(out, msg), nil
 	}
-	var out []chatMessage
+	if len(m.Content) == 1 && m.Content[0].Type == sampler.BlockText {
+		// The common case, without a part to build.
+		return append(out, chatMessage{Role: roleUser, Content: m.Content[0].Text}), nil
+	}
 	var parts []contentPart
 	for j, c := range m.Content {
 		switch c.Type {
@@ -168,7 +226,7 @@ func (p *Provider) encodeMessage(i int, m sampler.Message) ([]chatMessage, error
 			parts = append(parts, contentPart{Type: partText, Text: &text})
 		case sampler.BlockImage:
 			parts = append(parts, contentPart{Type: partImageURL,
-				ImageURL: &goopenai.ChatMessageImageURL{URL: "data:" + c.MIMEType + ";base64," + c.Data}})
+				ImageURL: &imageURL{URL: "data:" + c.MIMEType + ";base64," + c.Data}})
 		case sampler.BlockAudio:
 			format := audioFormat(c.MIMEType)
 			if format == "" {
@@ -253,6 +311,44 @@ func stringMember(raw json.RawMessage) string {
 	var s string
 	_ = json.Unmarshal(raw, &s)
 	return s
+}
+
+// maxStrictCache bounds the entries of a strictCache.
+const maxStrictCache = 4096
+
+// strictCache remembers strictCompatible's answer for the schemas a
+// Provider sent lately, by a 64-bit hash of their text: clients send the
+// same schema call after call, and a corrective attempt sends it again,
+// while the answer costs a decode of the whole schema. A full cache starts
+// over. Two schemas whose texts collide in 64 bits would share an answer;
+// the Service validates every answer either way.
+type strictCache struct {
+	seed maphash.Seed
+	mu   sync.RWMutex
+	m    map[uint64]bool
+}
+
+func newStrictCache() *strictCache {
+	return &strictCache{seed: maphash.MakeSeed(), m: make(map[uint64]bool)}
+}
+
+// compatible returns strictCompatible(schema), from the cache when it can.
+func (c *strictCache) compatible(schema json.RawMessage) bool {
+	h := maphash.Bytes(c.seed, schema)
+	c.mu.RLock()
+	ok, found := c.m[h]
+	c.mu.RUnlock()
+	if found {
+		return ok
+	}
+	ok = strictCompatible(schema)
+	c.mu.Lock()
+	if len(c.m) >= maxStrictCache {
+		clear(c.m)
+	}
+	c.m[h] = ok
+	c.mu.Unlock()
+	return ok
 }
 
 // strictCompatible reports whether schema already satisfies the rules of

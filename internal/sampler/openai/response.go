@@ -6,16 +6,108 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strings"
 	"time"
 
-	goopenai "github.com/sashabaranov/go-openai"
-
 	"github.com/sampled/sampled/internal/retry"
 	"github.com/sampled/sampled/internal/sampler"
 )
+
+// chatResponse is the body of a 200 reply to POST /chat/completions: the
+// subset of OpenAI's CreateChatCompletionResponse the adapter reads.
+type chatResponse struct {
+	Model   string       `json:"model"`
+	Choices []chatChoice `json:"choices"`
+	Usage   struct {
+		PromptTokens     int `json:"prompt_tokens"`
+		CompletionTokens int `json:"completion_tokens"`
+	} `json:"usage"`
+}
+
+// chatChoice is one choice of a reply; the adapter asks for one.
+type chatChoice struct {
+	Message struct {
+		Content   replyText  `json:"content"`
+		Refusal   string     `json:"refusal"`
+		ToolCalls []toolCall `json:"tool_calls"`
+	} `json:"message"`
+	FinishReason string `json:"finish_reason"`
+}
+
+// replyText is the content of a reply's message: a string, null, or, from
+// some compatible servers, an array of content parts whose text parts it
+// joins.
+type replyText string
+
+// UnmarshalJSON reads a string, null or an array of content parts.
+func (t *replyText) UnmarshalJSON(b []byte) error {
+	switch {
+	case len(b) > 0 && b[0] == '"':
+		var s string
+		if err := json.Unmarshal(b, &s); err != nil {
+			return err
+		}
+		*t = replyText(s)
+	case len(b) > 0 && b[0] == '[':
+		var parts []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}
+		if err := json.Unmarshal(b, &parts); err != nil {
+			return err
+		}
+		var sb strings.Builder
+		for _, part := range parts {
+			if part.Type == partText {
+				sb.WriteString(part.Text)
+			}
+		}
+		*t = replyText(sb.String())
+	case string(b) == "null":
+	default:
+		return fmt.Errorf("message content is neither a string nor an array: %.20s", b)
+	}
+	return nil
+}
+
+// errorReply is the body of an error reply in OpenAI's documented shape,
+// {"error": {"message", "type", "param", "code"}}.
+type errorReply struct {
+	Error *struct {
+		// Message is a string; some servers send an array of strings.
+		Message json.RawMessage `json:"message"`
+		Type    string          `json:"type"`
+		Param   *string         `json:"param"`
+		// Code is a string, a number or null.
+		Code json.RawMessage `json:"code"`
+	} `json:"error"`
+}
+
+// APIError is the error object of an OpenAI error reply, with the API key
+// removed from its texts. It is the Err of the *sampler.UpstreamError that
+// Sample returns for such a reply.
+type APIError struct {
+	Message string
+	// Type and Code classify the error, e.g. "invalid_request_error" and
+	// "invalid_api_key"; Param names the offending request field. Each is
+	// "" when the reply has none.
+	Type, Code, Param string
+}
+
+// Error returns the message, then the type, code and param that are set.
+func (e *APIError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Message)
+	for _, f := range []struct{ name, value string }{{"type", e.Type}, {"code", e.Code}, {"param", e.Param}} {
+		if f.value != "" {
+			fmt.Fprintf(&b, " (%s %s)", f.name, f.value)
+		}
+	}
+	return b.String()
+}
 
 // invalidArgumentsKey holds the original text of tool-call arguments that
 // are not a JSON object. MCP's tool_use input must be an object, so the text
@@ -24,27 +116,16 @@ import (
 const invalidArgumentsKey = "_invalid_arguments"
 
 // decodeResponse maps the first choice of a chat completion to a
-// sampler.Response.
-func (p *Provider) decodeResponse(x *exchange, resp *goopenai.ChatCompletionResponse) (*sampler.Response, error) {
+// sampler.Response; status is the reply's HTTP status.
+func (p *Provider) decodeResponse(status int, resp *chatResponse) (*sampler.Response, error) {
 	if len(resp.Choices) == 0 {
-		return nil, &sampler.UpstreamError{Provider: p.name, Status: x.status, Message: "the reply has no choices"}
+		return nil, &sampler.UpstreamError{Provider: p.name, Status: status, Message: "the reply has no choices"}
 	}
-	choice := resp.Choices[0]
-	msg := choice.Message
+	choice := &resp.Choices[0]
+	msg := &choice.Message
 	var content []sampler.Content
-	text := msg.Content
-	if text == "" {
-		// Some compatible servers answer with content parts.
-		var texts []string
-		for _, part := range msg.MultiContent {
-			if part.Type == goopenai.ChatMessagePartTypeText {
-				texts = append(texts, part.Text)
-			}
-		}
-		text = strings.Join(texts, "")
-	}
-	if text != "" {
-		content = append(content, sampler.TextBlock(text))
+	if msg.Content != "" {
+		content = append(content, sampler.TextBlock(string(msg.Content)))
 	}
 	stop := stopReason(choice.FinishReason)
 	if msg.Refusal != "" {
@@ -75,20 +156,18 @@ func (p *Provider) decodeResponse(x *exchange, resp *goopenai.ChatCompletionResp
 
 // stopReason maps OpenAI's finish_reason to MCP's stopReason; unknown
 // reasons pass through unchanged.
-func stopReason(r goopenai.FinishReason) string {
+func stopReason(r string) string {
 	switch r {
-	case goopenai.FinishReasonStop:
+	case "stop":
 		return sampler.StopEndTurn
-	case goopenai.FinishReasonLength:
+	case "length":
 		return sampler.StopMaxTokens
-	case goopenai.FinishReasonToolCalls, goopenai.FinishReasonFunctionCall:
+	case "tool_calls", "function_call":
 		return sampler.StopToolUse
-	case goopenai.FinishReasonContentFilter:
+	case "content_filter":
 		return sampler.StopRefusal
-	case goopenai.FinishReasonNull:
-		return ""
 	}
-	return string(r)
+	return r
 }
 
 // toolInput returns tool-call arguments as an MCP tool_use input: the
@@ -106,55 +185,81 @@ func toolInput(args string) json.RawMessage {
 	return b
 }
 
-// upstreamError turns a failed call into a *sampler.UpstreamError whose
-// message and chain are free of the API key.
-func (p *Provider) upstreamError(ctx context.Context, x *exchange, err error) error {
+// transportError turns a failure to send the request or read the reply
+// into a *sampler.UpstreamError whose message and chain are free of the
+// API key: the caller's cancellation, a timeout (the caller's deadline or
+// the transport's), or a connection failure (Status 0).
+func (p *Provider) transportError(ctx context.Context, err error) error {
 	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 		err = fmt.Errorf("%w: %w", cerr, err)
 	}
 	ue := &sampler.UpstreamError{Provider: p.name}
-	var (
-		apiErr *goopenai.APIError
-		reqErr *goopenai.RequestError
-		netErr net.Error
-	)
-	isNet := errors.As(err, &netErr)
+	var netErr net.Error
 	switch {
-	case errors.As(err, &apiErr):
-		c := *apiErr
-		c.Message = p.redact.String(c.Message)
-		if c.Param != nil {
-			param := p.redact.String(*c.Param)
-			c.Param = &param
-		}
-		ue.Status, ue.Message, ue.Err = c.HTTPStatusCode, c.Message, &c
-		if ue.Message == "" {
-			ue.Message = http.StatusText(ue.Status)
-		}
-	case errors.As(err, &reqErr):
-		c := *reqErr
-		c.Body = []byte(p.redact.String(string(c.Body)))
-		if c.Err != nil {
-			c.Err = p.redact.Error(c.Err)
-		}
-		ue.Status, ue.Message, ue.Err = c.HTTPStatusCode, p.bodyMessage(c.HTTPStatusCode, c.Body), &c
 	case errors.Is(err, context.Canceled):
 		ue.Message, ue.Err = "cancelled", err
-	case errors.Is(err, context.DeadlineExceeded), isNet && netErr.Timeout():
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &netErr) && netErr.Timeout():
 		ue.Timeout, ue.Message, ue.Err = true, "no answer in time", p.redact.Error(err)
-	case x.status != 0 && !isNet:
-		// The upstream answered, but not with a reply we can read. A
-		// network failure while reading it is a connection error below.
-		ue.Status, ue.Message, ue.Err = x.status, "unreadable reply: "+p.redact.String(err.Error()), p.redact.Error(err)
 	default:
 		ue.Message, ue.Err = p.redact.String(err.Error()), p.redact.Error(err)
 	}
-	if ue.Status != 0 && x.retryAfter != "" {
-		if d, ok := retry.ParseRetryAfter(x.retryAfter, time.Now()); ok {
-			ue.RetryAfter = d
-		}
+	return ue
+}
+
+// statusError turns a reply with a status other than 2xx into a
+// *sampler.UpstreamError with the status, the Retry-After hint and the
+// message of OpenAI's error object, or the start of the body when it is not
+// one; the API key is removed from every text.
+func (p *Provider) statusError(resp *http.Response) error {
+	ue := &sampler.UpstreamError{Provider: p.name, Status: resp.StatusCode}
+	if d, ok := retry.ParseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); ok {
+		ue.RetryAfter = d
+	}
+	// A body cut short by a failed read is described as far as it came.
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBytes))
+	var er errorReply
+	if json.Unmarshal(body, &er) != nil || er.Error == nil {
+		ue.Message = p.bodyMessage(resp.StatusCode, []byte(p.redact.String(string(body))))
+		return ue
+	}
+	e := er.Error
+	ae := &APIError{Message: p.redact.String(errorMessage(e.Message)), Type: p.redact.String(e.Type),
+		Code: p.redact.String(jsonScalar(e.Code))}
+	if e.Param != nil {
+		ae.Param = p.redact.String(*e.Param)
+	}
+	ue.Message, ue.Err = ae.Message, ae
+	if ue.Message == "" {
+		ue.Message = http.StatusText(resp.StatusCode)
 	}
 	return ue
+}
+
+// errorMessage returns the message of an error object: a string, or the
+// strings of an array joined with ", ".
+func errorMessage(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	var list []string
+	if json.Unmarshal(raw, &list) == nil {
+		return strings.Join(list, ", ")
+	}
+	return ""
+}
+
+// jsonScalar returns a JSON string's value, "" for null or nothing, and
+// any other value (a number) as written.
+func jsonScalar(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		return s
+	}
+	if t := strings.TrimSpace(string(raw)); t != "null" {
+		return t
+	}
+	return ""
 }
 
 // bodyMessage describes an error reply that is not OpenAI's error JSON:
