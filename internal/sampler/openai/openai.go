@@ -37,10 +37,6 @@ const (
 const MaxReplyBytes = 16 << 20
 
 const (
-	// maxIdleConns is the number of idle connections the provider's own
-	// transport keeps to its upstream. net/http's default of 2 per host
-	// makes every call beyond the second dial anew under load.
-	maxIdleConns = 256
 	// maxErrorBytes is the most read of an error reply: only its message
 	// is kept.
 	maxErrorBytes = 64 << 10
@@ -110,25 +106,9 @@ func New(o Options) *Provider {
 		if timeout <= 0 {
 			timeout = DefaultResponseHeaderTimeout
 		}
-		p.client = newHTTPClient(timeout)
+		p.client = sampler.NewHTTPClient(timeout)
 	}
 	return p
-}
-
-// newHTTPClient returns a client with net/http's default transport
-// settings (proxy from the environment, keep-alives, HTTP/2), a pool of
-// maxIdleConns idle connections and the given ResponseHeaderTimeout.
-func newHTTPClient(responseHeaderTimeout time.Duration) *http.Client {
-	var t *http.Transport
-	if dt, ok := http.DefaultTransport.(*http.Transport); ok {
-		t = dt.Clone()
-	} else {
-		t = &http.Transport{Proxy: http.ProxyFromEnvironment, ForceAttemptHTTP2: true}
-	}
-	t.MaxIdleConns = maxIdleConns
-	t.MaxIdleConnsPerHost = maxIdleConns
-	t.ResponseHeaderTimeout = responseHeaderTimeout
-	return &http.Client{Transport: t}
 }
 
 // Name returns the provider's configured name.
