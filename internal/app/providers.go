@@ -25,7 +25,7 @@ func buildProviders(c *config.Config) ([]sampler.Provider, *sampler.Catalog, err
 			if p.Name != "offline" {
 				return nil, nil, fmt.Errorf("provider %s: the offline provider must be named offline", p.Name)
 			}
-			providers = append(providers, offline.New())
+			providers = append(providers, offline.New(nil))
 		case config.TypeOpenAI:
 			providers = append(providers, openai.New(openai.Options{Name: p.Name, BaseURL: p.Endpoint, APIKey: p.APIKey.Reveal(), ResponseHeaderTimeout: header}))
 		case config.TypeAnthropic:

@@ -14,7 +14,7 @@ import (
 const benchSchema = `{"type":"object","properties":{"city":{"type":"string"},"population":{"type":"integer","minimum":0},"tags":{"type":"array","items":{"type":"string"}}},"required":["city","population"]}`
 
 func BenchmarkSchema(b *testing.B) {
-	p := New()
+	p := New(nil)
 	req := &sampler.Request{Model: "default", Schema: json.RawMessage(benchSchema),
 		Messages: []sampler.Message{userText("Describe Paris")}}
 	for b.Loop() {
@@ -25,7 +25,7 @@ func BenchmarkSchema(b *testing.B) {
 }
 
 func BenchmarkTools(b *testing.B) {
-	p := New()
+	p := New(nil)
 	req := &sampler.Request{Model: "default", Tools: testTools(),
 		Messages: []sampler.Message{userText("What's the weather in Paris?")}}
 	for b.Loop() {
@@ -49,7 +49,7 @@ func BenchmarkCorpus(b *testing.B) {
 		}
 		reqs = append(reqs, &sampler.Request{Model: "default", Schema: schema, Messages: []sampler.Message{userText(corpusPrompt)}})
 	}
-	p := New()
+	p := New(nil)
 	for b.Loop() {
 		for _, req := range reqs {
 			if _, err := p.Sample(context.Background(), req); err != nil {

@@ -2,13 +2,16 @@
 // provider of the service: it needs no key and no network. The same request
 // always gives the same response. Plain requests get a visibly synthetic
 // echo of the last user text, schema requests a value generated to satisfy
-// the schema (see Value), tools requests a call of the tool the prompt
-// names, with arguments valid against its input schema.
+// the schema, tools requests a call of the tool the prompt names, with
+// arguments valid against its input schema. Generated values are checked
+// with the compiled schemas of sampler.SchemaCache, the validator the
+// service itself uses.
 //
 // Besides "default" it serves two fault models that exercise the retries
 // of guaranteed helpers: "flaky" breaks the first attempt of every request
 // (malformed JSON in schema mode, no tool call in tools mode) and "broken"
-// breaks every attempt.
+// breaks every attempt. Flaky tells a first attempt from the conversation:
+// a retry carries flaky's broken answer followed by a corrective user turn.
 package offline
 
 import (
@@ -33,13 +36,22 @@ const (
 // answers.
 const maxQuote = 200
 
-// Provider is the offline provider. Its zero value is ready to use.
-type Provider struct{}
+// Provider is the offline provider. Create it with New.
+type Provider struct {
+	schemas *sampler.SchemaCache
+}
 
 var _ sampler.Provider = (*Provider)(nil)
 
-// New returns an offline provider.
-func New() *Provider { return &Provider{} }
+// New returns an offline provider that compiles schemas with schemas,
+// ideally the cache of the service that validates its answers; nil means a
+// cache of its own.
+func New(schemas *sampler.SchemaCache) *Provider {
+	if schemas == nil {
+		schemas = sampler.NewSchemaCache(0)
+	}
+	return &Provider{schemas: schemas}
+}
 
 // Name returns "offline".
 func (p *Provider) Name() string { return "offline" }
@@ -66,8 +78,6 @@ func (p *Provider) Sample(ctx context.Context, req *sampler.Request) (*sampler.R
 	default:
 		return nil, fmt.Errorf("offline: unknown model %q", model)
 	}
-	broken := model == ModelBroken || (model == ModelFlaky && req.Attempt <= 1)
-
 	var (
 		content []sampler.Content
 		stop    string
@@ -75,9 +85,9 @@ func (p *Provider) Sample(ctx context.Context, req *sampler.Request) (*sampler.R
 	)
 	switch req.Mode() {
 	case sampler.ModeSchema:
-		content, stop, err = schemaAnswer(req, broken)
+		content, stop, err = p.schemaAnswer(ctx, req, model)
 	case sampler.ModeTools:
-		content, stop, err = toolsAnswer(req, broken)
+		content, stop, err = p.toolsAnswer(ctx, req, model)
 	default:
 		content, stop = textAnswer(req)
 	}
@@ -224,17 +234,43 @@ func toolNameFor(prev []sampler.Message, id string) string {
 }
 
 // schemaAnswer is the schema-mode answer: the compact JSON of a value
-// generated from the schema, malformed when broken.
-func schemaAnswer(req *sampler.Request, broken bool) ([]sampler.Content, string, error) {
-	raw, _, err := generate(req.Schema, taskText(req), false)
+// generated from the schema, malformed when the model breaks it.
+func (p *Provider) schemaAnswer(ctx context.Context, req *sampler.Request, model string) ([]sampler.Content, string, error) {
+	compiled, err := p.schemas.Compile(req.Schema, "/schema")
+	if err != nil {
+		return nil, "", fmt.Errorf("offline: schema: %w", err)
+	}
+	raw, _, err := generate(ctx, compiled, req.Schema, taskText(req), false)
 	if err != nil {
 		return nil, "", err
 	}
 	text := string(raw)
-	if broken {
-		text = breakJSON(text)
+	if broken := breakJSON(text); breaks(model, req.Messages, func(int) string { return broken }) {
+		text = broken
 	}
 	return []sampler.Content{sampler.TextBlock(text)}, sampler.StopEndTurn, nil
+}
+
+// breaks reports whether model answers msgs with its broken answer:
+// "broken" always, "flaky" on the first attempt, when no earlier assistant
+// turn of msgs is its broken answer followed by a user turn (the
+// correction a guaranteed helper sends). brokenAt returns the broken answer
+// to the messages before index i.
+func breaks(model string, msgs []sampler.Message, brokenAt func(i int) string) bool {
+	switch model {
+	case ModelBroken:
+		return true
+	case ModelFlaky:
+		for i := 0; i+1 < len(msgs); i++ {
+			m := msgs[i]
+			if m.Role == sampler.RoleAssistant && msgs[i+1].Role == sampler.RoleUser &&
+				len(sampler.ToolCallsOf(m.Content)) == 0 && sampler.TextOf(m.Content) == brokenAt(i) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
 }
 
 // breakJSON returns text that is not valid JSON: a container or string cut
