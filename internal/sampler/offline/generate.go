@@ -8,6 +8,7 @@ import (
 	"math/big"
 	"regexp"
 	"regexp/syntax"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -108,7 +109,10 @@ type generator struct {
 func (g *generator) steer(errs []sampler.FieldError) {
 	seen := map[string]bool{}
 	for _, e := range errs {
-		p := strings.TrimSuffix(e.Path, "/")
+		p := e.Path // a JSON Pointer; the validator writes the root as "/"
+		if p == "/" || !strings.HasPrefix(p, "/") {
+			p = ""
+		}
 		for p != "" && g.tries[p] >= maxTries && !g.optional[p] {
 			p = p[:strings.LastIndexByte(p, '/')]
 		}
@@ -307,22 +311,16 @@ func (g *generator) addNode(v *view, s *schema, c conj, refDepth int) {
 }
 
 func addNumeric(v *view, s *schema) {
-	exclMin, exclMax := string(s.ExclusiveMinimum), string(s.ExclusiveMaximum)
-	if m, ok := ratOf(s.Minimum); ok {
-		v.numberKw = true
-		setLower(v, m, exclMin == "true")
-	}
-	if m, ok := ratOf(s.Maximum); ok {
-		v.numberKw = true
-		setUpper(v, m, exclMax == "true")
-	}
-	if m, ok := ratOf(json.Number(exclMin)); ok {
-		v.numberKw = true
-		setLower(v, m, true)
-	}
-	if m, ok := ratOf(json.Number(exclMax)); ok {
-		v.numberKw = true
-		setUpper(v, m, true)
+	bounds := []struct {
+		n         json.Number
+		set       func(*view, *big.Rat, bool)
+		exclusive bool
+	}{{s.Minimum, setLower, false}, {s.Maximum, setUpper, false}, {s.ExclusiveMinimum, setLower, true}, {s.ExclusiveMaximum, setUpper, true}}
+	for _, b := range bounds {
+		if m, ok := ratOf(b.n); ok {
+			v.numberKw = true
+			b.set(v, m, b.exclusive)
+		}
 	}
 	if m, ok := ratOf(s.MultipleOf); ok && m.Sign() > 0 {
 		v.numberKw = true
@@ -383,22 +381,18 @@ func addString(v *view, s *schema) {
 }
 
 func addArray(v *view, s *schema) {
-	prefix, rest := s.PrefixItems, s.Items.all
-	if s.Items.tuple != nil {
-		prefix, rest = s.Items.tuple, s.AdditionalItems
-	}
-	if prefix != nil {
+	if s.PrefixItems != nil {
 		v.arrayKw = true
-		for i, p := range prefix {
+		for i, p := range s.PrefixItems {
 			if i == len(v.prefix) {
 				v.prefix = append(v.prefix, nil)
 			}
 			v.prefix[i] = append(v.prefix[i], p)
 		}
 	}
-	if rest != nil {
+	if s.Items != nil {
 		v.arrayKw = true
-		v.items = append(v.items, rest)
+		v.items = append(v.items, s.Items)
 	}
 	if m, ok := count(s.MinItems); ok {
 		v.arrayKw = true
@@ -816,7 +810,7 @@ func (g *generator) genObject(v *view, st state) ([]byte, bool) {
 			}
 			var extra []string
 			for _, d := range append([]string{k}, v.depReq[k]...) {
-				if !include[d] && !containsString(extra, d) {
+				if !include[d] && !slices.Contains(extra, d) {
 					extra = append(extra, d)
 				}
 			}
@@ -837,13 +831,13 @@ func (g *generator) genObject(v *view, st state) ([]byte, bool) {
 		}
 	}
 	for _, k := range mustKeys {
-		if !containsString(keys, k) {
+		if !slices.Contains(keys, k) {
 			keys = append(keys, k)
 		}
 	}
 	for _, k := range v.propOrder {
 		for _, d := range v.depReq[k] {
-			if include[k] && include[d] && !containsString(keys, d) {
+			if include[k] && include[d] && !slices.Contains(keys, d) {
 				keys = append(keys, d)
 			}
 		}
@@ -875,7 +869,7 @@ func (g *generator) genObject(v *view, st state) ([]byte, bool) {
 // dependedOn reports whether some key of keys requires k.
 func dependedOn(v *view, keys []string, k string) bool {
 	for _, key := range keys {
-		if containsString(v.depReq[key], k) {
+		if slices.Contains(v.depReq[key], k) {
 			return true
 		}
 	}

@@ -92,71 +92,21 @@ func steppedNumber(v *view, step *big.Rat, variant int) (*big.Rat, bool) {
 	return new(big.Rat).Mul(new(big.Rat).SetInt(k), step), true
 }
 
+// continuousNumber picks a number within the bounds of v, which has no
+// multipleOf: a multiple of 1/2, or of a quarter of the range when the range
+// holds none.
 func continuousNumber(v *view, variant int) (*big.Rat, bool) {
-	lo, hi := v.lo, v.hi
-	if lo != nil && hi != nil {
-		c := lo.Cmp(hi)
-		if c > 0 || (c == 0 && (v.loExcl || v.hiExcl)) {
-			return nil, false
-		}
+	if r, ok := steppedNumber(v, big.NewRat(1, 2), variant); ok || v.lo == nil || v.hi == nil {
+		return r, ok
 	}
-	above := func(r *big.Rat) bool {
-		if lo == nil {
-			return true
-		}
-		c := r.Cmp(lo)
-		return c > 0 || (c == 0 && !v.loExcl)
+	width := new(big.Rat).Sub(v.hi, v.lo)
+	switch width.Sign() {
+	case -1:
+		return nil, false
+	case 0:
+		return v.lo, !v.loExcl && !v.hiExcl
 	}
-	below := func(r *big.Rat) bool {
-		if hi == nil {
-			return true
-		}
-		c := r.Cmp(hi)
-		return c < 0 || (c == 0 && !v.hiExcl)
-	}
-	mid := func() *big.Rat {
-		m := new(big.Rat).Add(lo, hi)
-		return m.Quo(m, big.NewRat(2, 1))
-	}
-	one := big.NewRat(1, 1)
-	t := new(big.Rat)
-	switch {
-	case !above(t):
-		switch {
-		case !v.loExcl:
-			t.Set(lo)
-		case hi != nil:
-			t = mid()
-		default:
-			t.Add(lo, one)
-		}
-	case !below(t):
-		switch {
-		case !v.hiExcl:
-			t.Set(hi)
-		case lo != nil:
-			t = mid()
-		default:
-			t.Sub(hi, one)
-		}
-	}
-	if variant == 0 {
-		return t, true
-	}
-	delta := big.NewRat(int64(variant), 2)
-	if up := new(big.Rat).Add(t, delta); below(up) {
-		return up, true
-	}
-	if down := new(big.Rat).Sub(t, delta); above(down) {
-		return down, true
-	}
-	// Both directions leave the range: interpolate towards the upper
-	// bound, a different point for every variant.
-	frac := big.NewRat(int64(variant), int64(variant)+1)
-	r := new(big.Rat).Sub(hi, t)
-	r.Mul(r, frac)
-	r.Add(r, t)
-	return r, true
+	return steppedNumber(v, width.Quo(width, big.NewRat(4, 1)), variant)
 }
 
 // ratOf converts a JSON number to an exact rational. Numbers with huge

@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -131,7 +132,7 @@ func replyText(req *sampler.Request) string {
 	if text == "" {
 		var kinds []string
 		for _, c := range msg.Content {
-			if !containsString(kinds, c.Type) {
+			if !slices.Contains(kinds, c.Type) {
 				kinds = append(kinds, c.Type)
 			}
 		}

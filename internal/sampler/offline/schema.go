@@ -33,27 +33,25 @@ type schema struct {
 	Examples []json.RawMessage `json:"examples"`
 	Default  json.RawMessage   `json:"default"`
 
-	Minimum    json.Number `json:"minimum"`
-	Maximum    json.Number `json:"maximum"`
-	MultipleOf json.Number `json:"multipleOf"`
-	// ExclusiveMinimum and ExclusiveMaximum are numbers, or booleans
-	// qualifying minimum and maximum in draft 4.
-	ExclusiveMinimum json.RawMessage `json:"exclusiveMinimum"`
-	ExclusiveMaximum json.RawMessage `json:"exclusiveMaximum"`
+	// Numbers only: the service accepts no boolean exclusiveMinimum (draft 4).
+	Minimum          json.Number `json:"minimum"`
+	Maximum          json.Number `json:"maximum"`
+	ExclusiveMinimum json.Number `json:"exclusiveMinimum"`
+	ExclusiveMaximum json.Number `json:"exclusiveMaximum"`
+	MultipleOf       json.Number `json:"multipleOf"`
 
 	MinLength *int   `json:"minLength"`
 	MaxLength *int   `json:"maxLength"`
 	Pattern   string `json:"pattern"`
 	Format    string `json:"format"`
 
+	// The service accepts no tuple form of items (drafts before 2020-12).
 	PrefixItems []*schema `json:"prefixItems"`
-	Items       items     `json:"items"`
-	// AdditionalItems follows the tuple form of items (drafts before 2020-12).
-	AdditionalItems *schema `json:"additionalItems"`
-	MinItems        *int    `json:"minItems"`
-	MaxItems        *int    `json:"maxItems"`
-	UniqueItems     bool    `json:"uniqueItems"`
-	Contains        *schema `json:"contains"`
+	Items       *schema   `json:"items"`
+	MinItems    *int      `json:"minItems"`
+	MaxItems    *int      `json:"maxItems"`
+	UniqueItems bool      `json:"uniqueItems"`
+	Contains    *schema   `json:"contains"`
 
 	Properties           members             `json:"properties"`
 	PatternProperties    members             `json:"patternProperties"`
@@ -102,21 +100,6 @@ func (t *typeList) UnmarshalJSON(b []byte) error {
 	}
 	*t = typeList{one}
 	return nil
-}
-
-// items is the items keyword: one schema for every item, or in drafts
-// before 2020-12 an array of schemas for the first items (a tuple).
-type items struct {
-	all   *schema
-	tuple []*schema
-}
-
-// UnmarshalJSON decodes a schema or an array of schemas.
-func (it *items) UnmarshalJSON(b []byte) error {
-	if len(b) > 0 && b[0] == '[' {
-		return json.Unmarshal(b, &it.tuple)
-	}
-	return json.Unmarshal(b, &it.all)
 }
 
 // members is an object of subschemas (properties, patternProperties) with
@@ -182,8 +165,8 @@ func decodeSchema(raw json.RawMessage) (*document, error) {
 	return d, nil
 }
 
-// index records the $id, $anchor and $dynamicAnchor of s and of the
-// subschemas the generator reads.
+// index records the $id, $anchor and $dynamicAnchor of s and of its
+// children.
 func (d *document) index(s *schema, depth int) {
 	if s == nil || depth > 128 {
 		return
@@ -201,31 +184,48 @@ func (d *document) index(s *schema, depth int) {
 			d.anchors[a] = s
 		}
 	}
-	for _, sub := range s.subschemas() {
+	s.children(func(_ []string, sub *schema) bool {
 		d.index(sub, depth+1)
-	}
+		return true
+	})
 }
 
-// subschemas lists the subschemas of s that the generator reads, in a
-// fixed order.
-func (s *schema) subschemas() []*schema {
-	var out []*schema
-	for _, defs := range []map[string]*schema{s.Defs, s.Definitions} {
-		for _, name := range slices.Sorted(maps.Keys(defs)) {
-			out = append(out, defs[name])
+// children calls yield with each subschema the generator reads and its
+// place under s as JSON Pointer tokens (["items"], ["properties", name]),
+// until yield returns false.
+func (s *schema) children(yield func(at []string, sub *schema) bool) {
+	named := []struct {
+		kw string
+		m  map[string]*schema
+	}{{"$defs", s.Defs}, {"definitions", s.Definitions}, {"properties", s.Properties.byName}, {"patternProperties", s.PatternProperties.byName}}
+	for _, n := range named {
+		for _, name := range slices.Sorted(maps.Keys(n.m)) {
+			if !yield([]string{n.kw, name}, n.m[name]) {
+				return
+			}
 		}
 	}
-	for _, m := range []members{s.Properties, s.PatternProperties} {
-		for _, name := range m.names {
-			out = append(out, m.byName[name])
+	lists := []struct {
+		kw   string
+		subs []*schema
+	}{{"prefixItems", s.PrefixItems}, {"allOf", s.AllOf}, {"anyOf", s.AnyOf}, {"oneOf", s.OneOf}}
+	for _, l := range lists {
+		for i, sub := range l.subs {
+			if !yield([]string{l.kw, strconv.Itoa(i)}, sub) {
+				return
+			}
 		}
 	}
-	out = append(out, s.PrefixItems...)
-	out = append(out, s.Items.tuple...)
-	out = append(out, s.AllOf...)
-	out = append(out, s.AnyOf...)
-	out = append(out, s.OneOf...)
-	return append(out, s.Items.all, s.AdditionalItems, s.Contains, s.AdditionalProperties, s.If, s.Then, s.Else)
+	ones := []struct {
+		kw  string
+		sub *schema
+	}{{"items", s.Items}, {"contains", s.Contains},
+		{"additionalProperties", s.AdditionalProperties}, {"if", s.If}, {"then", s.Then}, {"else", s.Else}}
+	for _, o := range ones {
+		if o.sub != nil && !yield([]string{o.kw}, o.sub) {
+			return
+		}
+	}
 }
 
 // resolve returns the target of a $ref, or nil: see lookup.
@@ -269,46 +269,19 @@ func (d *document) lookup(ref string) *schema {
 	for i := range toks {
 		toks[i] = strings.ReplaceAll(strings.ReplaceAll(toks[i], "~1", "/"), "~0", "~")
 	}
-	for len(toks) > 0 && cur != nil {
-		var n int
-		cur, n = cur.step(toks)
-		if n == 0 {
+	for len(toks) > 0 {
+		var next *schema
+		cur.children(func(at []string, sub *schema) bool {
+			if len(at) <= len(toks) && slices.Equal(at, toks[:len(at)]) {
+				next, toks = sub, toks[len(at):]
+				return false
+			}
+			return true
+		})
+		if next == nil {
 			return nil
 		}
-		toks = toks[n:]
+		cur = next
 	}
 	return cur
-}
-
-// step follows the first one or two tokens of a JSON Pointer from s and
-// returns the subschema reached and the number of tokens used, 0 when the
-// pointer leaves the keywords the generator reads.
-func (s *schema) step(toks []string) (*schema, int) {
-	one := map[string]*schema{"items": s.Items.all, "additionalItems": s.AdditionalItems, "contains": s.Contains,
-		"additionalProperties": s.AdditionalProperties, "if": s.If, "then": s.Then, "else": s.Else}
-	if sub, ok := one[toks[0]]; ok && sub != nil {
-		return sub, 1
-	}
-	if len(toks) < 2 {
-		return nil, 0
-	}
-	var named map[string]*schema
-	switch toks[0] {
-	case "$defs":
-		named = s.Defs
-	case "definitions":
-		named = s.Definitions
-	case "properties":
-		named = s.Properties.byName
-	case "patternProperties":
-		named = s.PatternProperties.byName
-	}
-	if sub, ok := named[toks[1]]; ok {
-		return sub, 2
-	}
-	list := map[string][]*schema{"prefixItems": s.PrefixItems, "items": s.Items.tuple, "allOf": s.AllOf, "anyOf": s.AnyOf, "oneOf": s.OneOf}[toks[0]]
-	if i, err := strconv.Atoi(toks[1]); err == nil && i >= 0 && i < len(list) {
-		return list[i], 2
-	}
-	return nil, 0
 }

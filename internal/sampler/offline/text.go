@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"hash/fnv"
 	"regexp/syntax"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -48,7 +49,7 @@ func (g *generator) stringFits(v *view, s string) bool {
 func (g *generator) patternValue(v *view, st state) (string, bool) {
 	var cands []string
 	add := func(s string) bool {
-		if g.stringFits(v, s) && !containsString(cands, s) {
+		if g.stringFits(v, s) && !slices.Contains(cands, s) {
 			cands = append(cands, s)
 		}
 		return len(cands) > st.variant
@@ -85,22 +86,13 @@ func (g *generator) patternValue(v *view, st state) (string, bool) {
 			}
 		}
 		if len(cands) == 0 && fallback != "" {
-			return fallback, true
+			return fallback, false
 		}
 	}
 	if len(cands) == 0 {
-		return fitLength(g.freeText(st), v.minLen, v.maxLen, st.variant), true
+		return fitLength(g.freeText(st), v.minLen, v.maxLen, st.variant), false
 	}
 	return cands[st.variant%len(cands)], true
-}
-
-func containsString(list []string, s string) bool {
-	for _, e := range list {
-		if e == s {
-			return true
-		}
-	}
-	return false
 }
 
 // fitLength pads or cuts s to [minLen, maxLen] runes (maxLen < 0: no upper
