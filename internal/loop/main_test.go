@@ -88,7 +88,7 @@ func offlineSampler(t testing.TB, m *metrics.Metrics) *sampler.Service {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := sampler.New(sampler.Options{Providers: []sampler.Provider{offline.New()}, Catalog: cat, Metrics: m})
+	svc, err := sampler.New(sampler.Options{Providers: []sampler.Provider{offline.New(nil)}, Catalog: cat, Metrics: m})
 	if err != nil {
 		t.Fatal(err)
 	}
