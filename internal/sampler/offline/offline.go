@@ -173,11 +173,11 @@ func toolResults(m sampler.Message) []sampler.Content {
 	return out
 }
 
-// seedText is the text of the last user message that has text: it drives
-// the generated strings and the choice of tool.
-func seedText(req *sampler.Request) string {
-	for i := len(req.Messages) - 1; i >= 0; i-- {
-		if m := req.Messages[i]; m.Role == sampler.RoleUser {
+// seedText is the text of the last user message of msgs that has text: it
+// drives the generated strings and the choice of tool.
+func seedText(msgs []sampler.Message) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if m := msgs[i]; m.Role == sampler.RoleUser {
 			if t := strings.TrimSpace(sampler.TextOf(m.Content)); t != "" {
 				return t
 			}
@@ -252,26 +252,25 @@ func (p *Provider) schemaAnswer(ctx context.Context, req *sampler.Request, model
 	return []sampler.Content{sampler.TextBlock(text)}, sampler.StopEndTurn, nil
 }
 
-// breaks reports whether model answers msgs with its broken answer:
-// "broken" always, "flaky" on the first attempt, when no earlier assistant
-// turn of msgs is its broken answer followed by a user turn (the
-// correction a guaranteed helper sends). brokenAt returns the broken answer
-// to the messages before index i.
+// breaks reports whether model gives its broken answer: "broken" always,
+// "flaky" on the first attempt, when msgs hold no corrected broken answer
+// (see corrected).
 func breaks(model string, msgs []sampler.Message, brokenAt func(i int) string) bool {
-	switch model {
-	case ModelBroken:
-		return true
-	case ModelFlaky:
-		for i := 0; i+1 < len(msgs); i++ {
-			m := msgs[i]
-			if m.Role == sampler.RoleAssistant && msgs[i+1].Role == sampler.RoleUser &&
-				len(sampler.ToolCallsOf(m.Content)) == 0 && sampler.TextOf(m.Content) == brokenAt(i) {
-				return false
-			}
+	return model == ModelBroken || model == ModelFlaky && corrected(msgs, brokenAt) < 0
+}
+
+// corrected returns the index of the first assistant turn of msgs that is
+// the broken answer to the messages before it (brokenAt(i)) and that a user
+// turn follows, as a guaranteed helper sends its correction; else -1.
+func corrected(msgs []sampler.Message, brokenAt func(i int) string) int {
+	for i := 0; i+1 < len(msgs); i++ {
+		m := msgs[i]
+		if m.Role == sampler.RoleAssistant && msgs[i+1].Role == sampler.RoleUser &&
+			len(sampler.ToolCallsOf(m.Content)) == 0 && sampler.TextOf(m.Content) == brokenAt(i) {
+			return i
 		}
-		return true
 	}
-	return false
+	return -1
 }
 
 // breakJSON returns text that is not valid JSON: a container or string cut

@@ -443,10 +443,10 @@ func TestCallIDsDiffer(t *testing.T) {
 	}
 }
 
-// corrected returns msgs followed by the answer and a corrective user turn
-// as a guaranteed helper sends them: text after an answer without tool
+// withCorrection returns msgs followed by the answer and a corrective user
+// turn as a guaranteed helper sends them: text after an answer without tool
 // calls, an error tool_result for each call otherwise.
-func corrected(msgs []sampler.Message, answer []sampler.Content) []sampler.Message {
+func withCorrection(msgs []sampler.Message, answer []sampler.Content) []sampler.Message {
 	fix := sampler.UserMessage(sampler.TextBlock("Your previous answer is not acceptable. Fix these errors and answer again:\n- /: invalid JSON"))
 	if calls := sampler.ToolCallsOf(answer); len(calls) > 0 {
 		fix.Content = nil
@@ -472,13 +472,13 @@ func isBroken(t *testing.T, resp *sampler.Response, mode string) bool {
 	return len(calls) == 0
 }
 
-// TestFaultModels runs the attempts of a guaranteed helper: flaky breaks
-// the first one and answers well once the conversation holds its broken
-// answer and a correction; broken breaks every one.
+// TestFaultModels runs the attempts of a guaranteed helper, which stops at
+// the first answer that is not broken: flaky breaks the first attempt and
+// answers well once the conversation holds its broken answer and a
+// correction; broken breaks every attempt.
 func TestFaultModels(t *testing.T) {
 	schema := json.RawMessage(`{"type":"object","properties":{"answer":{"type":"string"},"score":{"type":"integer","minimum":1}},"required":["answer","score"]}`)
 	history := []sampler.Message{userText("hi"), assistantText("[offline] hello"), userText("What's the weather in Paris?")}
-	// Auto tool choice is left out: after tool results it answers in text.
 	type request struct {
 		schema json.RawMessage
 		choice *sampler.ToolChoice
@@ -487,6 +487,7 @@ func TestFaultModels(t *testing.T) {
 		"schema":         {schema: schema},
 		"scalar schema":  {schema: json.RawMessage(`{"type":"integer"}`)},
 		"string schema":  {schema: json.RawMessage(`{"type":"string"}`)},
+		"tools auto":     {},
 		"tools required": {choice: &sampler.ToolChoice{Mode: sampler.ToolChoiceRequired}},
 		"tools forced":   {choice: &sampler.ToolChoice{Mode: sampler.ToolChoiceTool, Name: "get_weather"}},
 	}
@@ -495,8 +496,8 @@ func TestFaultModels(t *testing.T) {
 		// want lists, per attempt, whether it is broken.
 		want []bool
 	}{
-		{"default", []bool{false, false, false}},
-		{"flaky", []bool{true, false, false}},
+		{"default", []bool{false}},
+		{"flaky", []bool{true, false}},
 		{"broken", []bool{true, true, true}},
 	}
 	for _, tt := range tests {
@@ -508,7 +509,7 @@ func TestFaultModels(t *testing.T) {
 						req.Tools = testTools()
 					}
 					var got []bool
-					for range tt.want {
+					for range 3 {
 						resp, err := New(nil).Sample(context.Background(), req)
 						if err != nil {
 							t.Fatalf("Sample: %v", err)
@@ -518,10 +519,15 @@ func TestFaultModels(t *testing.T) {
 						}
 						broken := isBroken(t, resp, req.Mode())
 						got = append(got, broken)
-						if !broken && req.Mode() == sampler.ModeSchema {
-							mustValidate(t, r.schema, []byte(sampler.TextOf(resp.Content)))
+						if !broken {
+							if req.Mode() == sampler.ModeSchema {
+								mustValidate(t, r.schema, []byte(sampler.TextOf(resp.Content)))
+							} else if diff := cmp.Diff(`{"city":"Paris","units":"celsius"}`, string(resp.Content[0].Input)); diff != "" {
+								t.Errorf("arguments (-want +got):\n%s", diff)
+							}
+							break
 						}
-						req.Messages = corrected(req.Messages, resp.Content)
+						req.Messages = withCorrection(req.Messages, resp.Content)
 					}
 					if diff := cmp.Diff(tt.want, got); diff != "" {
 						t.Errorf("broken attempts (-want +got):\n%s", diff)
@@ -536,34 +542,47 @@ func TestFaultModels(t *testing.T) {
 // by a user turn marks a retry.
 func TestFlakyKnowsItsOwnBrokenAnswer(t *testing.T) {
 	schema := json.RawMessage(`{"type":"object","properties":{"title":{"type":"string"}},"required":["title"]}`)
-	task := userText("a title please")
+	task := userText("What's the weather in Paris?")
 	fix := userText("Your previous answer is not acceptable. Fix these errors")
-	first, err := New(nil).Sample(context.Background(), schemaRequest("flaky", schema, "a title please"))
-	if err != nil {
-		t.Fatal(err)
+	first := func(req *sampler.Request) sampler.Message {
+		resp, err := New(nil).Sample(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sampler.AssistantMessage(resp.Content...)
 	}
-	own := sampler.AssistantMessage(first.Content...)
+	schemaReq := &sampler.Request{Model: "flaky", Schema: schema, Messages: []sampler.Message{task}}
+	toolsReq := &sampler.Request{Model: "flaky", Tools: testTools(), ToolChoice: &sampler.ToolChoice{Mode: sampler.ToolChoiceRequired}, Messages: []sampler.Message{task}}
+	ownJSON, ownText := first(schemaReq), first(toolsReq)
+	invalidCall := sampler.AssistantMessage(sampler.Content{Type: sampler.BlockToolUse, ID: "c1", Name: "get_weather", Input: json.RawMessage(`{}`)})
+	callFix := sampler.UserMessage(sampler.Content{Type: sampler.BlockToolResult, ToolUseID: "c1", IsError: boolPtr(true), Content: []sampler.Content{sampler.TextBlock("Invalid tool call.")}})
 	tests := []struct {
 		name       string
+		req        *sampler.Request
 		messages   []sampler.Message
 		wantBroken bool
 	}{
-		{"first attempt", []sampler.Message{task}, true},
-		{"after its broken answer and a correction", []sampler.Message{task, own, fix}, false},
-		{"its broken answer not yet corrected", []sampler.Message{task, own}, true},
-		{"after other malformed JSON and a correction", []sampler.Message{task, assistantText(`{"title":`), fix}, true},
-		{"after a valid answer and a follow-up", []sampler.Message{task, assistantText(`{"title":"x"}`), fix}, true},
+		{"schema first attempt", schemaReq, []sampler.Message{task}, true},
+		{"schema after its broken answer and a correction", schemaReq, []sampler.Message{task, ownJSON, fix}, false},
+		{"schema broken answer not yet corrected", schemaReq, []sampler.Message{task, ownJSON}, true},
+		{"schema after other malformed JSON and a correction", schemaReq, []sampler.Message{task, assistantText(`{"title":`), fix}, true},
+		{"schema after a valid answer and a follow-up", schemaReq, []sampler.Message{task, assistantText(`{"title":"x"}`), fix}, true},
+		{"tools first attempt", toolsReq, []sampler.Message{task}, true},
+		{"tools after its answer without a call and a correction", toolsReq, []sampler.Message{task, ownText, fix}, false},
+		{"tools after another text answer and a follow-up", toolsReq, []sampler.Message{task, assistantText("[offline] hello"), fix}, true},
+		{"tools after an invalid call and error results", toolsReq, []sampler.Message{task, ownText, fix, invalidCall, callFix}, false},
+		{"tools after error results only", toolsReq, []sampler.Message{task, invalidCall, callFix}, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			req := schemaRequest("flaky", schema, "")
+			req := *tt.req
 			req.Messages = tt.messages
-			resp, err := New(nil).Sample(context.Background(), req)
+			resp, err := New(nil).Sample(context.Background(), &req)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := isBroken(t, resp, sampler.ModeSchema); got != tt.wantBroken {
-				t.Errorf("broken = %v, want %v (answer %s)", got, tt.wantBroken, sampler.TextOf(resp.Content))
+			if got := isBroken(t, resp, req.Mode()); got != tt.wantBroken {
+				t.Errorf("broken = %v, want %v (answer %+v)", got, tt.wantBroken, resp.Content)
 			}
 		})
 	}
@@ -584,7 +603,7 @@ func TestFlakyRetryMatchesDefault(t *testing.T) {
 		t.Errorf("broken text (-want +got):\n%s", diff)
 	}
 	req := schemaRequest("flaky", schema, "a title please")
-	req.Messages = corrected(req.Messages, broken.Content)
+	req.Messages = withCorrection(req.Messages, broken.Content)
 	flaky, err := New(nil).Sample(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
@@ -602,7 +621,7 @@ func TestSchemaSeedIsTheTask(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Messages = corrected(req.Messages, first.Content)
+	req.Messages = withCorrection(req.Messages, first.Content)
 	resp, err := New(nil).Sample(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)

@@ -15,7 +15,19 @@ import (
 // toolsAnswer is the tools-mode answer: one tool_use block, or a text
 // answer when the tool choice, the prompt or the model's fault says so.
 func (p *Provider) toolsAnswer(ctx context.Context, req *sampler.Request, model string) ([]sampler.Content, string, error) {
-	seed := seedText(req)
+	// The broken answer is the text answer, without a tool call.
+	brokenAt := func(i int) string {
+		prior := *req
+		prior.Messages = req.Messages[:i]
+		content, _ := textAnswer(&prior)
+		return sampler.TextOf(content)
+	}
+	seed := seedText(req.Messages)
+	if model == ModelFlaky {
+		if i := corrected(req.Messages, brokenAt); i >= 0 {
+			seed = seedText(req.Messages[:i]) // the correction is not the task
+		}
+	}
 	afterResults := false
 	if i := lastUserIndex(req.Messages); i >= 0 {
 		afterResults = len(toolResults(req.Messages[i])) > 0
@@ -45,13 +57,6 @@ func (p *Provider) toolsAnswer(ctx context.Context, req *sampler.Request, model 
 		}
 	default:
 		return nil, "", fmt.Errorf("offline: unknown tool choice mode %q", mode)
-	}
-	// The broken answer is the text answer without a tool call.
-	brokenAt := func(i int) string {
-		prior := *req
-		prior.Messages = req.Messages[:i]
-		content, _ := textAnswer(&prior)
-		return sampler.TextOf(content)
 	}
 	if tool == nil || breaks(model, req.Messages, brokenAt) {
 		content, stop := textAnswer(req)
