@@ -149,6 +149,8 @@ func TestGenerate(t *testing.T) {
 		{"required member the validator refuses changes the branch above", `{"anyOf":[{"type":"object","properties":{"x":{"type":"integer","not":{"type":"integer"}}},"required":["x"]},{"type":"object","properties":{"y":{"type":"boolean"}},"required":["y"]}]}`, "", `{"y":true}`},
 		{"if picks then", `{"type":"integer","if":{"minimum":0},"then":{"multipleOf":7,"minimum":1},"else":{"const":-1}}`, "", `7`},
 		{"large integers stay exact", `{"type":"integer","minimum":12345678901234567890123}`, "", `12345678901234567890123`},
+		{"const null", `{"type":["string","null"],"const":null}`, "", `null`},
+		{"enum null", `{"enum":[null]}`, "", `null`},
 		{"html is not escaped", `{"const":"a<b&c>d"}`, "", `"a<b&c>d"`},
 		{"uuid is v4 shaped", `{"type":"string","format":"uuid"}`, "", `"` + uuidOf("", 0) + `"`},
 	}

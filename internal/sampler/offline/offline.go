@@ -246,17 +246,22 @@ func (p *Provider) schemaAnswer(ctx context.Context, req *sampler.Request, model
 		return nil, "", err
 	}
 	text := string(raw)
-	if broken := breakJSON(text); breaks(model, req.Messages, func(int) string { return broken }) {
+	broken := breakJSON(text)
+	retry := -1
+	if model == ModelFlaky {
+		retry = corrected(req.Messages, func(int) string { return broken })
+	}
+	if breaks(model, retry) {
 		text = broken
 	}
 	return []sampler.Content{sampler.TextBlock(text)}, sampler.StopEndTurn, nil
 }
 
 // breaks reports whether model gives its broken answer: "broken" always,
-// "flaky" on the first attempt, when msgs hold no corrected broken answer
-// (see corrected).
-func breaks(model string, msgs []sampler.Message, brokenAt func(i int) string) bool {
-	return model == ModelBroken || model == ModelFlaky && corrected(msgs, brokenAt) < 0
+// "flaky" on the first attempt, when the conversation holds no corrected
+// broken answer (retry < 0, see corrected).
+func breaks(model string, retry int) bool {
+	return model == ModelBroken || model == ModelFlaky && retry < 0
 }
 
 // corrected returns the index of the first assistant turn of msgs that is

@@ -22,11 +22,13 @@ func (p *Provider) toolsAnswer(ctx context.Context, req *sampler.Request, model 
 		content, _ := textAnswer(&prior)
 		return sampler.TextOf(content)
 	}
-	seed := seedText(req.Messages)
+	retry := -1
 	if model == ModelFlaky {
-		if i := corrected(req.Messages, brokenAt); i >= 0 {
-			seed = seedText(req.Messages[:i]) // the correction is not the task
-		}
+		retry = corrected(req.Messages, brokenAt)
+	}
+	seed := seedText(req.Messages)
+	if retry >= 0 {
+		seed = seedText(req.Messages[:retry]) // the correction is not the task
 	}
 	afterResults := false
 	if i := lastUserIndex(req.Messages); i >= 0 {
@@ -58,7 +60,7 @@ func (p *Provider) toolsAnswer(ctx context.Context, req *sampler.Request, model 
 	default:
 		return nil, "", fmt.Errorf("offline: unknown tool choice mode %q", mode)
 	}
-	if tool == nil || breaks(model, req.Messages, brokenAt) {
+	if tool == nil || breaks(model, retry) {
 		content, stop := textAnswer(req)
 		return content, stop, nil
 	}
