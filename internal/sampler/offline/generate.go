@@ -58,7 +58,7 @@ func generate(ctx context.Context, compiled *sampler.Schema, raw json.RawMessage
 		optional: map[string]bool{}, dropped: map[string]bool{}, regexps: map[string]*regexp.Regexp{}}
 	nodes := []*schema{doc.root}
 	if forceObject {
-		nodes = append(nodes, &schema{Type: typeList{"object"}})
+		nodes = append(nodes, &schema{Type: "object"})
 	}
 	var best json.RawMessage
 	fewest := 0
@@ -265,9 +265,10 @@ func (g *generator) addNode(v *view, s *schema, c conj, refDepth int) {
 		}
 	}
 	if s.Type != nil {
-		v.types &= typeMask(s.Type)
+		types := typeNames(s.Type)
+		v.types &= typeMask(types)
 		if v.typeOrder == nil {
-			v.typeOrder = s.Type
+			v.typeOrder = types
 		}
 	}
 	if s.Const != nil {
@@ -596,8 +597,23 @@ func typeBits(name string) int {
 	return 0
 }
 
-// typeMask returns the mask of a type keyword.
-func typeMask(types typeList) int {
+// typeNames returns the names a type keyword lists.
+func typeNames(t any) []string {
+	if name, ok := t.(string); ok {
+		return []string{name}
+	}
+	list, _ := t.([]any)
+	names := make([]string, 0, len(list))
+	for _, x := range list {
+		if name, ok := x.(string); ok {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// typeMask returns the mask of the type names of a type keyword.
+func typeMask(types []string) int {
 	m := 0
 	for _, t := range types {
 		m |= typeBits(t)

@@ -27,7 +27,7 @@ type schema struct {
 	Defs          map[string]*schema `json:"$defs"`
 	Definitions   map[string]*schema `json:"definitions"`
 
-	Type     typeList          `json:"type"`
+	Type     any               `json:"type"` // a type name or a list of them
 	Const    json.RawMessage   `json:"const"`
 	Enum     []json.RawMessage `json:"enum"`
 	Examples []json.RawMessage `json:"examples"`
@@ -84,22 +84,6 @@ func (s *schema) UnmarshalJSON(b []byte) error {
 	}
 	type plain schema // the fields without this method
 	return json.Unmarshal(b, (*plain)(s))
-}
-
-// typeList is the type keyword: one type name or a list of them.
-type typeList []string
-
-// UnmarshalJSON decodes a type name or an array of them.
-func (t *typeList) UnmarshalJSON(b []byte) error {
-	if len(b) > 0 && b[0] == '[' {
-		return json.Unmarshal(b, (*[]string)(t))
-	}
-	var one string
-	if err := json.Unmarshal(b, &one); err != nil {
-		return err
-	}
-	*t = typeList{one}
-	return nil
 }
 
 // members is an object of subschemas (properties, patternProperties) with
