@@ -28,7 +28,9 @@ const (
 	genBudget = 4000
 	// genLimit bounds the subschema generations of all rounds together, and
 	// with it the work a hostile schema can cause.
-	genLimit = 200_000
+	genLimit = 50_000
+	// textLimit bounds the bytes of the strings of one value.
+	textLimit = 1 << 20
 	// maxCount caps the items of an array and the members of an object.
 	maxCount = 10_000
 	// refLimit bounds $ref and allOf chains that do not consume the instance.
@@ -66,7 +68,7 @@ func generate(ctx context.Context, compiled *sampler.Schema, raw json.RawMessage
 		if err := ctx.Err(); err != nil {
 			return nil, false, err
 		}
-		g.budget = genBudget
+		g.budget, g.text = genBudget, 0
 		clear(g.optional)
 		val, _ := g.gen(conj{nodes: nodes}, state{variant: g.tries[""]})
 		errs := compiled.Validate(val)
@@ -90,8 +92,8 @@ type generator struct {
 	seed  string
 	words []string
 	// budget counts down the generations of this round, total counts those
-	// of all rounds.
-	budget, total int
+	// of all rounds; text counts the string bytes of this round.
+	budget, total, text int
 	// tries counts, per place (a JSON Pointer), the rounds whose errors
 	// pointed there; it raises the variant generated there.
 	tries map[string]int
@@ -543,7 +545,11 @@ func (g *generator) genView(v *view, c conj, st state) ([]byte, bool) {
 	case "object":
 		return g.genObject(v, st)
 	}
+	if g.text+v.minLen > textLimit {
+		return []byte(`""`), false
+	}
 	s, ok := g.genString(v, st)
+	g.text += len(s)
 	return jsonString(s), ok
 }
 

@@ -243,6 +243,15 @@ func TestGenerateBoundedOnHostileSchemas(t *testing.T) {
 	}
 }
 
+// TestGenerateBoundsItsOutput: strings stop at textLimit bytes per value,
+// whatever minItems and minLength ask.
+func TestGenerateBoundsItsOutput(t *testing.T) {
+	got, ok := value(t, `{"type":"array","minItems":10000,"items":{"type":"string","minLength":100000}}`, "seed")
+	if ok || len(got) > 2*textLimit {
+		t.Errorf("generate = %d bytes, valid %v; want at most %d bytes, not valid", len(got), ok, 2*textLimit)
+	}
+}
+
 // TestGenerateCancelled: a cancelled request stops generation.
 func TestGenerateCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
