@@ -29,7 +29,7 @@ const (
 	// genLimit bounds the subschema generations of all rounds together, and
 	// with it the work a hostile schema can cause.
 	genLimit = 50_000
-	// textLimit bounds the bytes of the strings of one value.
+	// textLimit bounds the string bytes of all rounds together.
 	textLimit = 1 << 20
 	// maxCount caps the items of an array and the members of an object.
 	maxCount = 10_000
@@ -68,7 +68,7 @@ func generate(ctx context.Context, compiled *sampler.Schema, raw json.RawMessage
 		if err := ctx.Err(); err != nil {
 			return nil, false, err
 		}
-		g.budget, g.text = genBudget, 0
+		g.budget = genBudget
 		clear(g.optional)
 		val, _ := g.gen(conj{nodes: nodes}, state{variant: g.tries[""]})
 		errs := compiled.Validate(val)
@@ -78,7 +78,7 @@ func generate(ctx context.Context, compiled *sampler.Schema, raw json.RawMessage
 		if best == nil || len(errs) < fewest {
 			best, fewest = val, len(errs)
 		}
-		if g.total > genLimit {
+		if g.total > genLimit || g.text > textLimit {
 			break
 		}
 		g.steer(errs)
@@ -91,8 +91,8 @@ type generator struct {
 	doc   *document
 	seed  string
 	words []string
-	// budget counts down the generations of this round, total counts those
-	// of all rounds; text counts the string bytes of this round.
+	// budget counts down the generations of this round; total and text
+	// count the generations and string bytes of all rounds.
 	budget, total, text int
 	// tries counts, per place (a JSON Pointer), the rounds whose errors
 	// pointed there; it raises the variant generated there.
@@ -747,12 +747,7 @@ func (g *generator) genArray(v *view, st state) ([]byte, bool) {
 // it among prev.
 func (g *generator) arrayItem(v *view, prev [][]byte, nodes []*schema, st state) ([]byte, bool) {
 	dup := func(val []byte) bool {
-		for _, p := range prev {
-			if v.unique && bytes.Equal(p, val) {
-				return true
-			}
-		}
-		return false
+		return v.unique && slices.ContainsFunc(prev, func(p []byte) bool { return bytes.Equal(p, val) })
 	}
 	val, ok := g.gen(conj{nodes: nodes}, st)
 	for j := 1; dup(val) && j < 16; j++ {

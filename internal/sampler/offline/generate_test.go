@@ -243,8 +243,8 @@ func TestGenerateBoundedOnHostileSchemas(t *testing.T) {
 	}
 }
 
-// TestGenerateBoundsItsOutput: strings stop at textLimit bytes per value,
-// whatever minItems and minLength ask.
+// TestGenerateBoundsItsOutput: strings stop at textLimit bytes, whatever
+// minItems and minLength ask.
 func TestGenerateBoundsItsOutput(t *testing.T) {
 	got, ok := value(t, `{"type":"array","minItems":10000,"items":{"type":"string","minLength":100000}}`, "seed")
 	if ok || len(got) > 2*textLimit {
