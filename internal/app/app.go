@@ -68,7 +68,10 @@ func New(ctx context.Context, o Options) (*App, error) {
 			return nil, err
 		}
 	}
-	providers, cat := buildProviders(pc)
+	// One cache of compiled schemas: the offline provider validates its
+	// answers with the very schemas the service compiled.
+	schemas := sampler.NewSchemaCache(0)
+	providers, cat := buildProviders(pc, schemas)
 	for i, p := range providers {
 		providers[i] = meter(p, cat, m)
 	}
@@ -76,6 +79,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 		Providers:        providers,
 		Catalog:          cat,
 		Observer:         m.Sampling(),
+		Schemas:          schemas,
 		DefaultMaxTokens: pc.Server.DefaultMaxTokens,
 		CallTimeout:      time.Duration(pc.CallTimeout),
 	})

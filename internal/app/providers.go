@@ -13,7 +13,7 @@ import (
 
 // buildProviders creates the configured providers and the model catalog.
 // config.Load checked the configuration.
-func buildProviders(c *config.Config) ([]sampler.Provider, *sampler.Catalog) {
+func buildProviders(c *config.Config, schemas *sampler.SchemaCache) ([]sampler.Provider, *sampler.Catalog) {
 	var (
 		providers []sampler.Provider
 		models    []sampler.Model
@@ -22,7 +22,7 @@ func buildProviders(c *config.Config) ([]sampler.Provider, *sampler.Catalog) {
 	for _, p := range c.Providers {
 		switch p.Type {
 		case config.TypeOffline:
-			providers = append(providers, offline.New())
+			providers = append(providers, offline.New(schemas))
 		case config.TypeOpenAI:
 			providers = append(providers, openai.New(openai.Options{Name: p.Name, BaseURL: p.Endpoint, APIKey: p.APIKey.Reveal(), ResponseHeaderTimeout: header}))
 		case config.TypeAnthropic:

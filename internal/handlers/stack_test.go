@@ -58,7 +58,7 @@ func startStackWith(t testing.TB, o stackOptions) *stack {
 	t.Helper()
 	s := &stack{reg: prometheus.NewRegistry()}
 	s.metrics = metrics.New(s.reg)
-	off := offline.New()
+	off := offline.New(nil)
 	providers := []sampler.Provider{off}
 	var models []sampler.Model
 	for _, name := range off.Models() {

@@ -85,7 +85,7 @@ func newRegistry(t testing.TB, withTest bool, m *metrics.Metrics) *tools.Registr
 func offlineSampler(t testing.TB) *sampler.Service {
 	t.Helper()
 	cat := sampler.NewCatalog([]sampler.Model{{Provider: "offline", Name: offline.ModelDefault}}, "")
-	svc, err := sampler.New(sampler.Options{Providers: []sampler.Provider{offline.New()}, Catalog: cat})
+	svc, err := sampler.New(sampler.Options{Providers: []sampler.Provider{offline.New(nil)}, Catalog: cat})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,8 +36,6 @@ type Request struct {
 	Tools  []Tool
 	// ToolChoice nil means auto.
 	ToolChoice *ToolChoice
-	// Attempt counts the attempts of a guaranteed helper, from 1.
-	Attempt int
 }
 
 // Mode names the sampling mode of a request: "plain", "schema" or "tools".

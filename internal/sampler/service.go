@@ -170,7 +170,6 @@ func (s *Service) guaranteed(ctx context.Context, p *Params, method string) (*Re
 	var last *Result
 	var errs []FieldError
 	for a := 1; a <= attempts; a++ {
-		req.Attempt = a
 		res, err := s.attempt(ctx, model, &req, &up)
 		if err != nil {
 			return nil, err

@@ -1,19 +1,20 @@
 package offline
 
 import (
-	"encoding/binary"
+	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"math/big"
+	"regexp"
 	"regexp/syntax"
+	"slices"
 	"strconv"
 	"strings"
-	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/kaptinlin/jsonpointer"
+
+	"github.com/sampled/sampled/internal/sampler"
 )
 
 // Generation limits.
@@ -24,86 +25,139 @@ const (
 	optionalDepth = 5
 	// maxDepth is the nesting depth at which generation gives up.
 	maxDepth = 48
-	// genBudget bounds the subschema generations of one value; past it the
-	// generator stops retrying alternatives.
+	// genBudget bounds the subschema generations of one value; past it
+	// optional members and items are left out.
 	genBudget = 4000
-	// genLimit is the number of generations past genBudget after which the
-	// generator gives up, bounding the work a hostile schema can cause.
-	genLimit = 200_000
+	// genLimit bounds the subschema generations of all rounds together, and
+	// with it the work a hostile schema can cause.
+	genLimit = 50_000
+	// textLimit bounds the string bytes of all rounds together.
+	textLimit = 1 << 20
 	// maxCount caps the items of an array and the members of an object.
 	maxCount = 10_000
 	// refLimit bounds $ref and allOf chains that do not consume the instance.
 	refLimit = 64
+	// maxRounds bounds how often one answer is generated and validated.
+	maxRounds = 16
+	// maxTries is how often the errors at one place change its value before
+	// it is left out (an optional member) or its parent changes instead.
+	maxTries = 3
 )
 
-// constError is an error that can be a constant.
-type constError string
-
-func (e constError) Error() string { return string(e) }
-
-// ErrUnsatisfiable is returned by Value when it cannot build a value that
-// satisfies the schema.
-const ErrUnsatisfiable = constError("offline: cannot generate a value that satisfies the schema")
-
-// Value returns a deterministic value that satisfies schema (a JSON Schema
-// document). seed varies free-form strings: string properties such as
-// "name", "title" or "summary" take words of it. The same schema and seed
-// always give the same bytes. Value returns an error for unparsable schema
-// JSON and an error matching ErrUnsatisfiable when it finds no valid value.
-func Value(schema json.RawMessage, seed string) (json.RawMessage, error) {
-	v, ok, err := generate(schema, seed, false)
-	if err != nil {
-		return nil, err
-	}
-	if !ok {
-		return nil, ErrUnsatisfiable
-	}
-	return v, nil
-}
-
-// generate returns the best value it found for schema and whether that
-// value satisfies the schema. forceObject adds {"type":"object"} to the
-// root, as tool arguments are always objects.
-func generate(schema json.RawMessage, seed string, forceObject bool) (json.RawMessage, bool, error) {
-	root, err := parseJSON(schema)
+// generate returns a value for the JSON Schema raw, whose compiled form is
+// compiled, and whether it validates. seed varies free-form strings. It
+// builds a value from the schema's keywords and validates it with compiled;
+// while the validator finds errors it builds again, with other choices (a
+// variant, an anyOf/oneOf/if branch, an optional member left out) at the
+// places the errors point to, at most maxRounds times. When no value
+// validates it returns the one with the fewest errors. forceObject adds
+// {"type":"object"} to the root, as tool arguments are always objects. The
+// same arguments always give the same bytes.
+func generate(ctx context.Context, compiled *sampler.Schema, raw json.RawMessage, seed string, forceObject bool) (json.RawMessage, bool, error) {
+	doc, err := decodeSchema(raw)
 	if err != nil {
 		return nil, false, fmt.Errorf("offline: schema: %w", err)
 	}
-	g := &generator{doc: newDocument(root), seed: seed, words: contentWords(seed), budget: genBudget}
-	nodes := []any{root}
+	g := &generator{doc: doc, seed: seed, words: contentWords(seed), tries: map[string]int{},
+		optional: map[string]bool{}, dropped: map[string]bool{}, regexps: map[string]*regexp.Regexp{}}
+	nodes := []*schema{doc.root}
 	if forceObject {
-		obj := newObject()
-		obj.set("type", "object")
-		nodes = append(nodes, obj)
+		nodes = append(nodes, &schema{Type: "object"})
 	}
-	val, ok := g.gen(conj{nodes: nodes}, state{})
-	return json.RawMessage(encodeJSON(val)), ok, nil
+	var best json.RawMessage
+	fewest := 0
+	for range maxRounds {
+		if err := ctx.Err(); err != nil {
+			return nil, false, err
+		}
+		g.budget = genBudget
+		clear(g.optional)
+		val, _ := g.gen(conj{nodes: nodes}, state{variant: g.tries[""]})
+		errs := compiled.Validate(val)
+		if len(errs) == 0 {
+			return val, true, nil
+		}
+		if best == nil || len(errs) < fewest {
+			best, fewest = val, len(errs)
+		}
+		if g.total > genLimit || g.text > textLimit {
+			break
+		}
+		g.steer(errs)
+	}
+	return best, false, nil
 }
 
 // generator builds values for the subschemas of one document.
 type generator struct {
-	doc    *document
-	seed   string
-	words  []string
-	budget int
+	doc   *document
+	seed  string
+	words []string
+	// budget counts down the generations of this round; total and text
+	// count the generations and string bytes of all rounds.
+	budget, total, text int
+	// tries counts, per place (a JSON Pointer), the rounds whose errors
+	// pointed there; it raises the variant generated there.
+	tries map[string]int
+	// optional holds the places of this round's optional object members,
+	// dropped those left out for good.
+	optional, dropped map[string]bool
+	// regexps caches compiled patterns; nil marks one Go cannot compile,
+	// which then matches everything.
+	regexps map[string]*regexp.Regexp
 }
 
-// groupKey names one anyOf, oneOf or if keyword of one schema object.
+// steer records the places the validation errors point to, so that the
+// next round generates something else there. A place that failed maxTries
+// times is left out when it is an optional member, else its parent changes.
+func (g *generator) steer(errs []sampler.FieldError) {
+	seen := map[string]bool{}
+	for _, e := range errs {
+		p := e.Path // a JSON Pointer; the validator writes the root as "/"
+		if p == "/" || !strings.HasPrefix(p, "/") {
+			p = ""
+		}
+		for p != "" && g.tries[p] >= maxTries && !g.optional[p] {
+			p = p[:strings.LastIndexByte(p, '/')]
+		}
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		if g.tries[p] >= maxTries && g.optional[p] {
+			g.dropped[p] = true
+			continue
+		}
+		g.tries[p]++
+	}
+}
+
+// matchPattern reports whether s matches p; patterns Go cannot compile match.
+func (g *generator) matchPattern(p, s string) bool {
+	re, ok := g.regexps[p]
+	if !ok {
+		re, _ = regexp.Compile(p)
+		g.regexps[p] = re
+	}
+	return re == nil || re.MatchString(s)
+}
+
+// groupKey names one anyOf, oneOf or if keyword of one schema.
 type groupKey struct {
-	node *object
+	node *schema
 	kw   string
 }
 
 // conj is a conjunction of subschemas a value must satisfy. decided holds
 // the anyOf/oneOf/if groups whose branch was already added to nodes.
 type conj struct {
-	nodes   []any
+	nodes   []*schema
 	decided map[groupKey]bool
 }
 
 // with returns c plus branch, with the group key decided.
-func (c conj) with(branch any, key groupKey) conj {
-	nodes := make([]any, 0, len(c.nodes)+1)
+func (c conj) with(branch *schema, key groupKey) conj {
+	nodes := make([]*schema, 0, len(c.nodes)+1)
 	nodes = append(nodes, c.nodes...)
 	nodes = append(nodes, branch)
 	decided := make(map[groupKey]bool, len(c.decided)+1)
@@ -117,31 +171,33 @@ func (c conj) with(branch any, key groupKey) conj {
 // state is where a value is being generated.
 type state struct {
 	depth   int
-	path    string
+	path    string // JSON Pointer of the value
 	hint    string // name of the property the value is stored under
-	variant int    // selects among alternative values, for uniqueness and retries
+	variant int    // selects among alternative values
 }
 
-func (st state) child(seg, hint string, variant int) state {
-	return state{depth: st.depth + 1, path: st.path + "/" + seg, hint: hint, variant: variant}
+// child returns the state of the member or item seg of st, its variant
+// raised by the tries of its place.
+func (g *generator) child(st state, seg, hint string, variant int) state {
+	path := st.path + "/" + seg
+	return state{depth: st.depth + 1, path: path, hint: hint, variant: variant + g.tries[path]}
 }
 
 type group struct {
 	key      groupKey
-	branches []any
+	branches []*schema
 }
 
-// closedRule is the additionalProperties of one schema object: names it
-// declares or matches by pattern are free, others must satisfy addl.
+// closedRule is the additionalProperties of one schema: names it declares
+// or matches by pattern are free, others must satisfy addl.
 type closedRule struct {
-	props    *object
-	patterns *object
-	addl     any
+	props, patterns members
+	addl            *schema
 }
 
 type patProp struct {
 	pattern string
-	schema  any
+	schema  *schema
 }
 
 // view is the flattened constraints of a conjunction: $ref and allOf are
@@ -150,9 +206,9 @@ type view struct {
 	unsat     bool
 	types     int
 	typeOrder []string
-	consts    []any
-	enums     [][]any
-	samples   []any
+	consts    []json.RawMessage
+	enums     [][]json.RawMessage
+	samples   []json.RawMessage
 
 	lo, hi         *big.Rat
 	loExcl, hiExcl bool
@@ -162,14 +218,14 @@ type view struct {
 	patterns       []string
 	format         string
 
-	prefix             [][]any
-	items              []any
+	prefix             [][]*schema
+	items              []*schema
 	minItems, maxItems int
 	unique             bool
-	contains           []any
+	contains           []*schema
 
 	propOrder          []string
-	props              map[string][]any
+	props              map[string][]*schema
 	required           []string
 	requiredSet        map[string]bool
 	closed             []closedRule
@@ -188,7 +244,7 @@ func (g *generator) flatten(c conj) *view {
 		maxLen:      -1,
 		maxItems:    -1,
 		maxProps:    -1,
-		props:       map[string][]any{},
+		props:       map[string][]*schema{},
 		requiredSet: map[string]bool{},
 		depReq:      map[string][]string{},
 	}
@@ -198,111 +254,80 @@ func (g *generator) flatten(c conj) *view {
 	return v
 }
 
-// addNode merges the keywords of schema n into v.
-func (g *generator) addNode(v *view, n any, c conj, refDepth int) {
-	if b, ok := n.(bool); ok {
-		if !b {
-			v.unsat = true
-		}
+// addNode merges the keywords of s into v.
+func (g *generator) addNode(v *view, s *schema, c conj, refDepth int) {
+	if s == nil || refDepth > refLimit {
 		return
 	}
-	o, ok := n.(*object)
-	if !ok || refDepth > refLimit {
+	if s.never {
+		v.unsat = true
 		return
 	}
-	for _, kw := range []string{"$ref", "$dynamicRef"} {
-		if ref, ok := o.vals[kw].(string); ok {
-			if target, ok := g.doc.resolve(ref); ok {
-				g.addNode(v, target, c, refDepth+1)
-			}
+	for _, ref := range []string{s.Ref, s.DynamicRef} {
+		if ref != "" {
+			g.addNode(v, g.doc.resolve(ref), c, refDepth+1)
 		}
 	}
-	if t, ok := o.vals["type"]; ok {
-		v.types &= typeMaskOf(t)
+	if s.Type != nil {
+		types := typeNames(s.Type)
+		v.types &= typeMask(types)
 		if v.typeOrder == nil {
-			switch x := t.(type) {
-			case string:
-				v.typeOrder = []string{x}
-			case []any:
-				v.typeOrder = []string{}
-				for _, e := range x {
-					if s, ok := e.(string); ok {
-						v.typeOrder = append(v.typeOrder, s)
-					}
-				}
-			}
+			v.typeOrder = types
 		}
 	}
-	if cv, ok := o.vals["const"]; ok {
-		v.consts = append(v.consts, cv)
+	if s.Const != nil {
+		v.consts = append(v.consts, s.Const)
 	}
-	if e, ok := o.vals["enum"].([]any); ok {
-		v.enums = append(v.enums, e)
+	if s.Enum != nil {
+		v.enums = append(v.enums, s.Enum)
 	}
-	ex, _ := o.vals["examples"].([]any)
-	if len(ex) > 0 {
-		v.samples = append(v.samples, ex[0])
+	if len(s.Examples) > 0 {
+		v.samples = append(v.samples, s.Examples[0])
 	}
-	if d, ok := o.vals["default"]; ok {
-		v.samples = append(v.samples, d)
+	if s.Default != nil {
+		v.samples = append(v.samples, s.Default)
 	}
-	if len(ex) > 1 {
-		v.samples = append(v.samples, ex[1:]...)
+	if len(s.Examples) > 1 {
+		v.samples = append(v.samples, s.Examples[1:]...)
 	}
-	g.addNumeric(v, o)
-	g.addString(v, o)
-	g.addArray(v, o)
-	g.addObject(v, o)
-	if all, ok := o.vals["allOf"].([]any); ok {
-		for _, sub := range all {
-			g.addNode(v, sub, c, refDepth+1)
+	addNumeric(v, s)
+	addString(v, s)
+	addArray(v, s)
+	addObject(v, s)
+	for _, sub := range s.AllOf {
+		g.addNode(v, sub, c, refDepth+1)
+	}
+	for _, grp := range []group{{groupKey{s, "anyOf"}, s.AnyOf}, {groupKey{s, "oneOf"}, s.OneOf}} {
+		if len(grp.branches) > 0 && !c.decided[grp.key] {
+			v.groups = append(v.groups, grp)
 		}
 	}
-	for _, kw := range []string{"anyOf", "oneOf"} {
-		key := groupKey{o, kw}
-		if branches, ok := o.vals[kw].([]any); ok && !c.decided[key] {
-			v.groups = append(v.groups, group{key: key, branches: branches})
+	if key := (groupKey{s, "if"}); s.If != nil && !c.decided[key] {
+		// The second branch cannot say "not if": the validator checks it.
+		then, els := s.Then, s.Else
+		if then == nil {
+			then = &schema{}
 		}
-	}
-	if cond, ok := o.vals["if"]; ok && !c.decided[groupKey{o, "if"}] {
-		then, ok := o.vals["then"]
-		if !ok {
-			then = true
+		if els == nil {
+			els = &schema{}
 		}
-		els, ok := o.vals["else"]
-		if !ok {
-			els = true
-		}
-		notCond := newObject()
-		notCond.set("not", cond)
-		v.groups = append(v.groups, group{key: groupKey{o, "if"}, branches: []any{allOf(cond, then), allOf(notCond, els)}})
+		v.groups = append(v.groups, group{key: key, branches: []*schema{{AllOf: []*schema{s.If, then}}, els}})
 	}
 }
 
-func allOf(schemas ...any) *object {
-	o := newObject()
-	o.set("allOf", schemas)
-	return o
-}
-
-func (g *generator) addNumeric(v *view, o *object) {
-	if m, ok := ratKeyword(o, "minimum"); ok {
-		v.numberKw = true
-		setLower(v, m, o.vals["exclusiveMinimum"] == true)
+func addNumeric(v *view, s *schema) {
+	bounds := []struct {
+		n         json.Number
+		set       func(*view, *big.Rat, bool)
+		exclusive bool
+	}{{s.Minimum, setLower, false}, {s.Maximum, setUpper, false}, {s.ExclusiveMinimum, setLower, true}, {s.ExclusiveMaximum, setUpper, true}}
+	for _, b := range bounds {
+		if m, ok := ratOf(b.n); ok {
+			v.numberKw = true
+			b.set(v, m, b.exclusive)
+		}
 	}
-	if m, ok := ratKeyword(o, "maximum"); ok {
-		v.numberKw = true
-		setUpper(v, m, o.vals["exclusiveMaximum"] == true)
-	}
-	if m, ok := ratKeyword(o, "exclusiveMinimum"); ok {
-		v.numberKw = true
-		setLower(v, m, true)
-	}
-	if m, ok := ratKeyword(o, "exclusiveMaximum"); ok {
-		v.numberKw = true
-		setUpper(v, m, true)
-	}
-	if m, ok := ratKeyword(o, "multipleOf"); ok && m.Sign() > 0 {
+	if m, ok := ratOf(s.MultipleOf); ok && m.Sign() > 0 {
 		v.numberKw = true
 		v.mults = append(v.mults, m)
 	}
@@ -324,6 +349,15 @@ func setUpper(v *view, m *big.Rat, excl bool) {
 	}
 }
 
+// count returns a count keyword (minLength, maxItems, …) capped to keep
+// loops bounded; ok is false when the schema has none.
+func count(n *int) (int, bool) {
+	if n == nil || *n < 0 {
+		return 0, false
+	}
+	return min(*n, 1_000_000), true
+}
+
 // tighterMax combines two upper bounds; cur < 0 means none yet.
 func tighterMax(cur, m int) int {
 	if cur < 0 || m < cur {
@@ -332,169 +366,137 @@ func tighterMax(cur, m int) int {
 	return cur
 }
 
-func (g *generator) addString(v *view, o *object) {
-	if m, ok := intKeyword(o, "minLength"); ok {
+func addString(v *view, s *schema) {
+	if m, ok := count(s.MinLength); ok {
 		v.stringKw = true
 		v.minLen = max(v.minLen, m)
 	}
-	if m, ok := intKeyword(o, "maxLength"); ok {
+	if m, ok := count(s.MaxLength); ok {
 		v.stringKw = true
 		v.maxLen = tighterMax(v.maxLen, m)
 	}
-	if p, ok := o.vals["pattern"].(string); ok {
+	if s.Pattern != "" {
 		v.stringKw = true
-		v.patterns = append(v.patterns, p)
+		v.patterns = append(v.patterns, s.Pattern)
 	}
-	if f, ok := o.vals["format"].(string); ok && v.format == "" {
+	if s.Format != "" && v.format == "" {
 		v.stringKw = true
-		v.format = f
+		v.format = s.Format
 	}
 }
 
-func (g *generator) addArray(v *view, o *object) {
-	prefix, hasPrefix := o.vals["prefixItems"].([]any)
-	items, hasItems := o.vals["items"]
-	if tuple, ok := items.([]any); ok {
-		prefix, hasPrefix = tuple, true
-		items, hasItems = o.vals["additionalItems"]
-	}
-	if hasPrefix {
+func addArray(v *view, s *schema) {
+	if s.PrefixItems != nil {
 		v.arrayKw = true
-		for i, s := range prefix {
+		for i, p := range s.PrefixItems {
 			if i == len(v.prefix) {
 				v.prefix = append(v.prefix, nil)
 			}
-			v.prefix[i] = append(v.prefix[i], s)
+			v.prefix[i] = append(v.prefix[i], p)
 		}
 	}
-	if hasItems {
+	if s.Items != nil {
 		v.arrayKw = true
-		v.items = append(v.items, items)
+		v.items = append(v.items, s.Items)
 	}
-	if m, ok := intKeyword(o, "minItems"); ok {
+	if m, ok := count(s.MinItems); ok {
 		v.arrayKw = true
 		v.minItems = max(v.minItems, m)
 	}
-	if m, ok := intKeyword(o, "maxItems"); ok {
+	if m, ok := count(s.MaxItems); ok {
 		v.arrayKw = true
 		v.maxItems = tighterMax(v.maxItems, m)
 	}
-	if o.vals["uniqueItems"] == true {
+	if s.UniqueItems {
 		v.arrayKw = true
 		v.unique = true
 	}
-	if c, ok := o.vals["contains"]; ok {
+	if s.Contains != nil {
 		v.arrayKw = true
-		v.contains = append(v.contains, c)
+		v.contains = append(v.contains, s.Contains)
 	}
 }
 
-func (g *generator) addObject(v *view, o *object) {
-	props, hasProps := o.vals["properties"].(*object)
-	if hasProps {
+func addObject(v *view, s *schema) {
+	if s.Properties.byName != nil {
 		v.objectKw = true
-		for _, k := range props.keys {
+		for _, k := range s.Properties.names {
 			if _, seen := v.props[k]; !seen {
 				v.propOrder = append(v.propOrder, k)
 			}
-			v.props[k] = append(v.props[k], props.vals[k])
+			v.props[k] = append(v.props[k], s.Properties.byName[k])
 		}
 	}
-	if req, ok := o.vals["required"].([]any); ok {
+	if s.Required != nil {
 		v.objectKw = true
-		for _, r := range req {
-			if name, ok := r.(string); ok && !v.requiredSet[name] {
+		for _, name := range s.Required {
+			if !v.requiredSet[name] {
 				v.requiredSet[name] = true
 				v.required = append(v.required, name)
 			}
 		}
 	}
-	pats, hasPats := o.vals["patternProperties"].(*object)
-	if hasPats {
+	if s.PatternProperties.byName != nil {
 		v.objectKw = true
-		for _, p := range pats.keys {
-			v.patProps = append(v.patProps, patProp{pattern: p, schema: pats.vals[p]})
+		for _, p := range s.PatternProperties.names {
+			v.patProps = append(v.patProps, patProp{pattern: p, schema: s.PatternProperties.byName[p]})
 		}
 	}
-	if addl, ok := o.vals["additionalProperties"]; ok {
+	if s.AdditionalProperties != nil {
 		v.objectKw = true
-		v.closed = append(v.closed, closedRule{props: props, patterns: pats, addl: addl})
+		v.closed = append(v.closed, closedRule{props: s.Properties, patterns: s.PatternProperties, addl: s.AdditionalProperties})
 	}
-	if m, ok := intKeyword(o, "minProperties"); ok {
+	if m, ok := count(s.MinProperties); ok {
 		v.objectKw = true
 		v.minProps = max(v.minProps, m)
 	}
-	if m, ok := intKeyword(o, "maxProperties"); ok {
+	if m, ok := count(s.MaxProperties); ok {
 		v.objectKw = true
 		v.maxProps = tighterMax(v.maxProps, m)
 	}
-	for _, kw := range []string{"dependentRequired", "dependencies"} {
-		deps, ok := o.vals[kw].(*object)
-		if !ok {
-			continue
-		}
+	for k, names := range s.DependentRequired {
 		v.objectKw = true
-		for _, k := range deps.keys {
-			if list, ok := deps.vals[k].([]any); ok {
-				for _, r := range list {
-					if name, ok := r.(string); ok {
-						v.depReq[k] = append(v.depReq[k], name)
-					}
-				}
-			}
+		v.depReq[k] = append(v.depReq[k], names...)
+	}
+	for k, dep := range s.Dependencies {
+		v.objectKw = true
+		var names []string
+		if json.Unmarshal(dep, &names) == nil { // else a schema, left to the validator
+			v.depReq[k] = append(v.depReq[k], names...)
 		}
 	}
 }
 
-// gen returns a value for c and whether it satisfies every schema of c.
-// It retries with other variants when the first value does not.
-func (g *generator) gen(c conj, st state) (any, bool) {
-	if st.depth > maxDepth {
-		return nil, false
-	}
+// gen returns a value for c. ok is false when it could not build one that
+// satisfies the keywords it reads; the validator judges the rest.
+func (g *generator) gen(c conj, st state) ([]byte, bool) {
 	g.budget--
-	if g.budget < -genLimit {
-		return nil, false
+	g.total++
+	if st.depth > maxDepth || g.total > genLimit {
+		return []byte("null"), false
 	}
-	tries := 4
-	if g.budget <= 0 {
-		tries = 1
-	}
-	v := g.flatten(c)
-	if len(v.groups) > 0 {
-		// Every branch is generated and validated with its own retries.
-		return g.genView(v, c, st)
-	}
-	var first any
-	for i := range tries {
-		s := st
-		s.variant = st.variant + i
-		val, ok := g.genView(v, c, s)
-		if ok && g.doc.validAll(val, c.nodes) {
-			return val, true
-		}
-		if i == 0 {
-			first = val
-		}
-	}
-	return first, false
+	return g.genView(g.flatten(c), c, st)
 }
 
-// genView builds one candidate value for the flattened view v of c. ok is
-// false when no candidate could be built.
-func (g *generator) genView(v *view, c conj, st state) (any, bool) {
+// genView builds the value of the flattened view v of c.
+func (g *generator) genView(v *view, c conj, st state) ([]byte, bool) {
 	if v.unsat || v.types == 0 {
-		return nil, false
+		return []byte("null"), false
 	}
 	if len(v.groups) > 0 {
+		// The variant picks the branch, starting a round robin over the
+		// branches that can be built; what is left of it varies the value.
 		grp := v.groups[0]
 		branches := grp.branches
 		if st.depth >= optionalDepth {
 			branches = g.leanFirst(c, grp)
 		}
-		var first any
-		for i, b := range branches {
-			val, ok := g.gen(c.with(b, grp.key), st)
+		n := len(branches)
+		s := st
+		s.variant = st.variant / n
+		var first []byte
+		for i := range n {
+			val, ok := g.gen(c.with(branches[(st.variant+i)%n], grp.key), s)
 			if ok {
 				return val, true
 			}
@@ -508,45 +510,34 @@ func (g *generator) genView(v *view, c conj, st state) (any, bool) {
 		return first, false
 	}
 	if len(v.consts) > 0 {
-		return v.consts[0], true
+		return sampler.CompactJSON(v.consts[0]), true
 	}
 	if len(v.enums) > 0 {
-		var cands []any
+		var cands [][]byte
 		for _, m := range v.enums[0] {
+			m = sampler.CompactJSON(m)
 			inAll := true
 			for _, e := range v.enums[1:] {
-				if !containsEqual(e, m) {
-					inAll = false
-					break
-				}
+				inAll = inAll && containsJSON(e, m)
 			}
 			if inAll {
 				cands = append(cands, m)
 			}
 		}
 		if len(cands) == 0 {
-			return nil, false
-		}
-		for i := range cands {
-			m := cands[(st.variant+i)%len(cands)]
-			if g.doc.validAll(m, c.nodes) {
-				return m, true
-			}
+			return []byte("null"), false
 		}
 		return cands[st.variant%len(cands)], true
 	}
-	if st.variant == 0 {
-		for _, s := range v.samples {
-			if g.doc.validAll(s, c.nodes) {
-				return s, true
-			}
-		}
+	if st.variant < len(v.samples) {
+		return sampler.CompactJSON(v.samples[st.variant]), true
 	}
+	st.variant -= len(v.samples)
 	switch chooseType(v) {
 	case "null":
-		return nil, true
+		return []byte("null"), true
 	case "boolean":
-		return st.variant%2 == 0, true
+		return strconv.AppendBool(nil, st.variant%2 == 0), true
 	case "integer":
 		return g.genNumber(v, true, st)
 	case "number":
@@ -555,16 +546,20 @@ func (g *generator) genView(v *view, c conj, st state) (any, bool) {
 		return g.genArray(v, st)
 	case "object":
 		return g.genObject(v, st)
-	default:
-		return g.genString(v, st)
 	}
+	if g.text+v.minLen > textLimit {
+		return []byte(`""`), false
+	}
+	s, ok := g.genString(v, st)
+	g.text += len(s)
+	return jsonString(s), ok
 }
 
 // leanFirst orders the branches of grp so that those giving scalars come
 // before those giving objects or arrays, which deep inside recursive
 // schemas keeps values from growing without end.
-func (g *generator) leanFirst(c conj, grp group) []any {
-	var lean, rich []any
+func (g *generator) leanFirst(c conj, grp group) []*schema {
+	var lean, rich []*schema
 	for _, b := range grp.branches {
 		v := g.flatten(c.with(b, grp.key))
 		t := chooseType(v)
@@ -575,6 +570,63 @@ func (g *generator) leanFirst(c conj, grp group) []any {
 		}
 	}
 	return append(lean, rich...)
+}
+
+// typeBit values form the type masks of views.
+const (
+	tNull = 1 << iota
+	tBool
+	tInt
+	tFrac // numbers that are not integers
+	tString
+	tArray
+	tObject
+	tAll = tNull | tBool | tInt | tFrac | tString | tArray | tObject
+)
+
+// typeBits returns the mask of one type name; unknown names allow nothing.
+func typeBits(name string) int {
+	switch name {
+	case "null":
+		return tNull
+	case "boolean":
+		return tBool
+	case "integer":
+		return tInt
+	case "number":
+		return tInt | tFrac
+	case "string":
+		return tString
+	case "array":
+		return tArray
+	case "object":
+		return tObject
+	}
+	return 0
+}
+
+// typeNames returns the names a type keyword lists.
+func typeNames(t any) []string {
+	if name, ok := t.(string); ok {
+		return []string{name}
+	}
+	list, _ := t.([]any)
+	names := make([]string, 0, len(list))
+	for _, x := range list {
+		if name, ok := x.(string); ok {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// typeMask returns the mask of the type names of a type keyword.
+func typeMask(types []string) int {
+	m := 0
+	for _, t := range types {
+		m |= typeBits(t)
+	}
+	return m
 }
 
 // chooseType picks the JSON type to generate: the first non-null type the
@@ -622,495 +674,37 @@ func chooseType(v *view) string {
 	return "string"
 }
 
-func containsEqual(list []any, v any) bool {
+// containsJSON reports whether list holds the compact JSON value m. Values
+// compare by their compact text: 1 and 1.0 differ here (not for the
+// validator, which then asks for another value).
+func containsJSON(list []json.RawMessage, m []byte) bool {
 	for _, e := range list {
-		if jsonEqual(e, v) {
+		if bytes.Equal(sampler.CompactJSON(e), m) {
 			return true
 		}
 	}
 	return false
 }
 
-// genNumber picks a number within the bounds of v, a multiple of every
-// multipleOf (and of 1 for integers): 0 when allowed, else the value
-// nearest to 0. Variants step away from it.
-func (g *generator) genNumber(v *view, integer bool, st state) (any, bool) {
-	var step *big.Rat
-	if integer {
-		step = big.NewRat(1, 1)
-	}
-	for _, m := range v.mults {
-		if step == nil {
-			step = new(big.Rat).Set(m)
-		} else {
-			step = ratLCM(step, m)
-		}
-	}
-	var r *big.Rat
-	var ok bool
-	if step != nil {
-		r, ok = steppedNumber(v, step, st.variant)
-	} else {
-		r, ok = continuousNumber(v, st.variant)
-	}
-	if !ok {
-		return nil, false
-	}
-	return formatRat(r), true
-}
-
-// ratLCM returns the least common multiple of two positive rationals:
-// lcm(a/b, c/d) = lcm(a, c) / gcd(b, d).
-func ratLCM(x, y *big.Rat) *big.Rat {
-	a, b := x.Num(), x.Denom()
-	c, d := y.Num(), y.Denom()
-	gac := new(big.Int).GCD(nil, nil, a, c)
-	l := new(big.Int).Mul(a, c)
-	l.Quo(l, gac)
-	gbd := new(big.Int).GCD(nil, nil, b, d)
-	return new(big.Rat).SetFrac(l, gbd)
-}
-
-// floorDiv returns floor(x / step) for a positive step.
-func floorDiv(x, step *big.Rat) *big.Int {
-	q := new(big.Rat).Quo(x, step)
-	return new(big.Int).Div(q.Num(), q.Denom()) // Euclidean: floor for positive divisor
-}
-
-func steppedNumber(v *view, step *big.Rat, variant int) (*big.Rat, bool) {
-	var kLo, kHi *big.Int
-	if v.lo != nil {
-		// ceil(lo/step) = -floor(-lo/step)
-		kLo = new(big.Int).Neg(floorDiv(new(big.Rat).Neg(v.lo), step))
-		if v.loExcl && new(big.Rat).Mul(new(big.Rat).SetInt(kLo), step).Cmp(v.lo) == 0 {
-			kLo.Add(kLo, big.NewInt(1))
-		}
-	}
-	if v.hi != nil {
-		kHi = floorDiv(v.hi, step)
-		if v.hiExcl && new(big.Rat).Mul(new(big.Rat).SetInt(kHi), step).Cmp(v.hi) == 0 {
-			kHi.Sub(kHi, big.NewInt(1))
-		}
-	}
-	if kLo != nil && kHi != nil && kLo.Cmp(kHi) > 0 {
-		return nil, false
-	}
-	k0 := big.NewInt(0)
-	if kLo != nil && k0.Cmp(kLo) < 0 {
-		k0.Set(kLo)
-	}
-	if kHi != nil && k0.Cmp(kHi) > 0 {
-		k0.Set(kHi)
-	}
-	k := new(big.Int).Add(k0, big.NewInt(int64(variant)))
-	if kHi != nil && k.Cmp(kHi) > 0 {
-		// Step downwards instead: k0 - (k - kHi).
-		over := new(big.Int).Sub(k, kHi)
-		k.Sub(k0, over)
-		if kLo != nil && k.Cmp(kLo) < 0 {
-			k.Set(k0)
-		}
-	}
-	return new(big.Rat).Mul(new(big.Rat).SetInt(k), step), true
-}
-
-func continuousNumber(v *view, variant int) (*big.Rat, bool) {
-	lo, hi := v.lo, v.hi
-	if lo != nil && hi != nil {
-		c := lo.Cmp(hi)
-		if c > 0 || (c == 0 && (v.loExcl || v.hiExcl)) {
-			return nil, false
-		}
-	}
-	above := func(r *big.Rat) bool {
-		if lo == nil {
-			return true
-		}
-		c := r.Cmp(lo)
-		return c > 0 || (c == 0 && !v.loExcl)
-	}
-	below := func(r *big.Rat) bool {
-		if hi == nil {
-			return true
-		}
-		c := r.Cmp(hi)
-		return c < 0 || (c == 0 && !v.hiExcl)
-	}
-	mid := func() *big.Rat {
-		m := new(big.Rat).Add(lo, hi)
-		return m.Quo(m, big.NewRat(2, 1))
-	}
-	one := big.NewRat(1, 1)
-	t := new(big.Rat)
-	switch {
-	case !above(t):
-		switch {
-		case !v.loExcl:
-			t.Set(lo)
-		case hi != nil:
-			t = mid()
-		default:
-			t.Add(lo, one)
-		}
-	case !below(t):
-		switch {
-		case !v.hiExcl:
-			t.Set(hi)
-		case lo != nil:
-			t = mid()
-		default:
-			t.Sub(hi, one)
-		}
-	}
-	if variant == 0 {
-		return t, true
-	}
-	delta := big.NewRat(int64(variant), 2)
-	if up := new(big.Rat).Add(t, delta); below(up) {
-		return up, true
-	}
-	if down := new(big.Rat).Sub(t, delta); above(down) {
-		return down, true
-	}
-	// Both directions leave the range: interpolate towards the upper
-	// bound, a different point for every variant.
-	frac := big.NewRat(int64(variant), int64(variant)+1)
-	r := new(big.Rat).Sub(hi, t)
-	r.Mul(r, frac)
-	r.Add(r, t)
-	return r, true
-}
-
-// genString builds a string: a format value, a pattern match or free text
-// derived from the seed, within the length bounds.
-func (g *generator) genString(v *view, st state) (any, bool) {
-	if v.maxLen >= 0 && v.minLen > v.maxLen {
-		return nil, false
-	}
-	if v.format != "" {
-		if s, ok := formatValue(v.format, g.seed+st.path, st.variant); ok && g.stringFits(v, s) {
-			return s, true
-		}
-	}
-	if len(v.patterns) > 0 {
-		return g.patternValue(v, st)
-	}
-	return fitLength(g.freeText(st), v.minLen, v.maxLen, st.variant), true
-}
-
-// stringFits reports whether s satisfies the string constraints of v.
-func (g *generator) stringFits(v *view, s string) bool {
-	n := utf8.RuneCountInString(s)
-	if n < v.minLen || (v.maxLen >= 0 && n > v.maxLen) {
-		return false
-	}
-	for _, p := range v.patterns {
-		if !g.doc.matchPattern(p, s) {
-			return false
-		}
-	}
-	return v.format == "" || formatOK(v.format, s)
-}
-
-// patternValue returns the variant-th distinct string that matches every
-// pattern of v and fits its bounds, trying free text, words of the seed and
-// strings built from the first pattern.
-func (g *generator) patternValue(v *view, st state) (any, bool) {
-	var cands []string
-	add := func(s string) bool {
-		if g.stringFits(v, s) && !containsString(cands, s) {
-			cands = append(cands, s)
-		}
-		return len(cands) > st.variant
-	}
-	if add(fitLength(g.freeText(st), v.minLen, v.maxLen, 0)) {
-		return cands[st.variant], true
-	}
-	for _, w := range g.words {
-		if add(w) {
-			return cands[st.variant], true
-		}
-	}
-	re, err := syntax.Parse(v.patterns[0], syntax.Perl)
-	if err == nil {
-		var fallback string
-		for choice := 0; choice < st.variant+4; choice++ {
-			for _, rep := range []int{0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64, 128} {
-				s, ok := patternString(re, rep, choice)
-				if !ok {
-					continue
-				}
-				if fallback == "" {
-					fallback = s
-				}
-				if add(s) {
-					return cands[st.variant], true
-				}
-				// Unanchored patterns match inside longer strings too.
-				if v.minLen > 0 && utf8.RuneCountInString(s) < v.minLen {
-					if add(s + strings.Repeat("x", v.minLen-utf8.RuneCountInString(s))) {
-						return cands[st.variant], true
-					}
-				}
-			}
-		}
-		if len(cands) == 0 && fallback != "" {
-			return fallback, true
-		}
-	}
-	if len(cands) == 0 {
-		return fitLength(g.freeText(st), v.minLen, v.maxLen, st.variant), true
-	}
-	return cands[st.variant%len(cands)], true
-}
-
-func containsString(list []string, s string) bool {
-	for _, e := range list {
-		if e == s {
-			return true
-		}
-	}
-	return false
-}
-
-// fitLength pads or cuts s to [minLen, maxLen] runes (maxLen < 0: no upper
-// bound). Variants above 0 get a numeric suffix so that they differ.
-func fitLength(s string, minLen, maxLen, variant int) string {
-	suffix := ""
-	if variant > 0 {
-		suffix = " " + strconv.Itoa(variant+1)
-	}
-	r := []rune(s)
-	sl := utf8.RuneCountInString(suffix)
-	if maxLen >= 0 && len(r)+sl > maxLen {
-		if maxLen-sl < 1 && variant > 0 {
-			// No room for text and suffix: spell the variant in letters.
-			r = []rune(letters(variant))
-			suffix = ""
-		} else {
-			r = []rune(strings.TrimRightFunc(string(r[:max(0, maxLen-sl)]), unicode.IsSpace))
-		}
-	}
-	out := string(r) + suffix
-	if n := utf8.RuneCountInString(out); n < minLen {
-		const filler = " lorem ipsum dolor sit amet consectetur adipiscing elit"
-		var b strings.Builder
-		b.WriteString(out)
-		for n < minLen {
-			for _, c := range filler {
-				if n >= minLen {
-					break
-				}
-				if n == 0 && c == ' ' {
-					continue
-				}
-				b.WriteRune(c)
-				n++
-			}
-		}
-		out = b.String()
-	}
-	if maxLen >= 0 {
-		if rs := []rune(out); len(rs) > maxLen {
-			out = string(rs[:maxLen])
-		}
-	}
-	return out
-}
-
-// letters spells n in base 26 with the letters a to z.
-func letters(n int) string {
-	var b []byte
-	for {
-		b = append([]byte{byte('a' + n%26)}, b...)
-		n /= 26
-		if n == 0 {
-			return string(b)
-		}
-		n--
-	}
-}
-
-// freeText returns seed-derived text for a string without format or
-// pattern, chosen by the name of the property that holds it.
-func (g *generator) freeText(st state) string {
-	hint := strings.ToLower(st.hint)
-	has := func(words ...string) bool {
-		for _, w := range words {
-			if strings.Contains(hint, w) {
-				return true
-			}
-		}
-		return false
-	}
-	switch {
-	case hint == "" || has("summary", "description", "text", "content", "message", "body", "answer",
-		"reason", "explanation", "comment", "note", "detail", "response", "reply", "query",
-		"question", "prompt", "feedback", "analysis", "abstract", "input", "instruction"):
-		if g.seed == "" {
-			return "offline sample text"
-		}
-		return clipRunes(strings.Join(strings.Fields(g.seed), " "), 200)
-	case has("name", "title", "label", "subject", "topic", "headline", "heading", "caption"):
-		if len(g.words) == 0 {
-			return "Example " + st.hint
-		}
-		return strings.Join(g.words[:min(4, len(g.words))], " ")
-	case has("city", "location", "place", "country", "region", "destination", "address", "town", "origin"):
-		if w := salientWord(g.seed); w != "" {
-			return w
-		}
-	}
-	if len(g.words) == 0 {
-		if st.hint != "" {
-			return "example " + st.hint
-		}
-		return "example"
-	}
-	return g.words[hashString(st.path)%uint32(len(g.words))]
-}
-
-// clipRunes cuts s to at most n runes.
-func clipRunes(s string, n int) string {
-	r := []rune(s)
-	if len(r) <= n {
-		return s
-	}
-	return string(r[:n])
-}
-
-// contentWords returns the words of s that carry meaning: punctuation
-// trimmed, stop words and words shorter than 3 letters left out. When none
-// is left it returns every word.
-func contentWords(s string) []string {
-	var all, content []string
-	for _, f := range strings.Fields(s) {
-		w := strings.TrimFunc(f, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
-		if w == "" {
-			continue
-		}
-		all = append(all, w)
-		if utf8.RuneCountInString(w) >= 3 && !isStopWord(strings.ToLower(w)) {
-			content = append(content, w)
-		}
-	}
-	if len(content) == 0 {
-		return all
-	}
-	return content
-}
-
-// salientWord returns the last capitalised word of s that does not start a
-// sentence (likely a proper name), else its last content word.
-func salientWord(s string) string {
-	fields := strings.Fields(s)
-	sentenceStart := true
-	best := ""
-	for _, f := range fields {
-		w := strings.TrimFunc(f, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
-		if w != "" && !sentenceStart {
-			if r, _ := utf8.DecodeRuneInString(w); unicode.IsUpper(r) {
-				best = w
-			}
-		}
-		sentenceStart = strings.HasSuffix(f, ".") || strings.HasSuffix(f, "?") || strings.HasSuffix(f, "!")
-	}
-	if best != "" {
-		return best
-	}
-	if cw := contentWords(s); len(cw) > 0 {
-		return cw[len(cw)-1]
-	}
-	return ""
-}
-
-// formatValue returns a fixed, valid value of a string format; variants
-// give different values. ok is false for formats it does not know.
-func formatValue(format, seed string, variant int) (string, bool) {
-	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	switch format {
-	case "date-time":
-		return base.AddDate(0, 0, variant).Format(time.RFC3339), true
-	case "date":
-		return base.AddDate(0, 0, variant).Format(time.DateOnly), true
-	case "time":
-		return base.Add(12*time.Hour + time.Duration(variant)*time.Minute).Format("15:04:05Z07:00"), true
-	case "duration":
-		return "P" + strconv.Itoa(variant+1) + "D", true
-	case "email", "idn-email":
-		if variant == 0 {
-			return "user@example.com", true
-		}
-		return "user" + strconv.Itoa(variant+1) + "@example.com", true
-	case "uuid":
-		return uuidOf(seed, variant), true
-	case "uri", "iri":
-		if variant == 0 {
-			return "https://example.com/", true
-		}
-		return "https://example.com/item/" + strconv.Itoa(variant+1), true
-	case "uri-reference", "iri-reference":
-		return "/example/" + strconv.Itoa(variant+1), true
-	case "uri-template":
-		return "https://example.com/{id}/" + strconv.Itoa(variant+1), true
-	case "hostname", "idn-hostname":
-		if variant == 0 {
-			return "example.com", true
-		}
-		return "host" + strconv.Itoa(variant+1) + ".example.com", true
-	case "ipv4":
-		return "192.0.2." + strconv.Itoa(1+variant%254), true
-	case "ipv6":
-		return "2001:db8::" + strconv.FormatInt(int64(variant+1), 16), true
-	case "json-pointer":
-		return "/example/" + strconv.Itoa(variant), true
-	case "relative-json-pointer":
-		return strconv.Itoa(variant), true
-	case "regex":
-		return "^example" + strconv.Itoa(variant+1) + "$", true
-	}
-	return "", false
-}
-
-// uuidOf returns a deterministic UUID in the version 4 layout.
-func uuidOf(seed string, variant int) string {
-	h := fnv.New128a()
-	h.Write([]byte(seed))
-	var vb [8]byte
-	binary.BigEndian.PutUint64(vb[:], uint64(variant))
-	h.Write(vb[:])
-	b := h.Sum(nil)
-	b[6] = b[6]&0x0f | 0x40
-	b[8] = b[8]&0x3f | 0x80
-	const hex = "0123456789abcdef"
-	var out [36]byte
-	j := 0
-	for i, c := range b {
-		if i == 4 || i == 6 || i == 8 || i == 10 {
-			out[j] = '-'
-			j++
-		}
-		out[j], out[j+1] = hex[c>>4], hex[c&0xf]
-		j += 2
-	}
-	return string(out[:])
-}
-
-// hashString is the 32-bit FNV-1a hash of s.
-func hashString(s string) uint32 {
-	h := fnv.New32a()
-	h.Write([]byte(s))
-	return h.Sum32()
+// jsonString returns s as a JSON string, without the HTML escaping of
+// json.Marshal.
+func jsonString(s string) []byte {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // a string always encodes
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
 }
 
 // genArray builds an array: the prefixItems, one item (or minItems items)
-// of items, unique when uniqueItems asks, with a contains match.
-func (g *generator) genArray(v *view, st state) (any, bool) {
+// of items, unique when uniqueItems asks, the last one matching contains.
+func (g *generator) genArray(v *view, st state) ([]byte, bool) {
+	if v.minItems > maxCount || (v.maxItems >= 0 && v.minItems > v.maxItems) {
+		return []byte("[]"), false
+	}
 	itemsFalse := false
 	for _, it := range v.items {
-		if b, ok := it.(bool); ok && !b {
-			itemsFalse = true
-		}
+		itemsFalse = itemsFalse || it.never
 	}
 	n := 0
 	if st.depth < optionalDepth && g.budget > 0 {
@@ -1119,78 +713,58 @@ func (g *generator) genArray(v *view, st state) (any, bool) {
 			n = 1
 		}
 	}
-	n = min(max(n, v.minItems), maxCount)
+	if len(v.contains) > 0 && !(itemsFalse && len(v.prefix) == 0) {
+		n = max(n, 1)
+	}
+	n = max(n, v.minItems)
 	if v.maxItems >= 0 {
 		n = min(n, v.maxItems)
 	}
 	if itemsFalse {
 		n = min(n, len(v.prefix))
 	}
-	itemNodes := func(i int) []any {
-		if i < len(v.prefix) {
-			return v.prefix[i]
-		}
-		return v.items
-	}
-	arr := make([]any, 0, n)
+	arr := make([][]byte, 0, n)
 	ok := true
-	// Items vary only when they must differ.
-	itemVariant := func(i int) int {
-		if v.unique {
-			return st.variant + i
-		}
-		return st.variant
-	}
 	for i := range n {
-		val, good := g.arrayItem(v, arr, itemNodes(i), st.child(strconv.Itoa(i), st.hint, itemVariant(i)))
+		nodes := v.items
+		if i < len(v.prefix) {
+			nodes = v.prefix[i]
+		}
+		if i == n-1 && len(v.contains) > 0 {
+			nodes = append(append([]*schema{}, nodes...), v.contains...)
+		}
+		// Items vary only when they must differ.
+		variant := st.variant
+		if v.unique {
+			variant += i
+		}
+		val, good := g.arrayItem(v, arr, nodes, g.child(st, strconv.Itoa(i), st.hint, variant))
 		ok = ok && good
 		arr = append(arr, val)
 	}
-	if len(v.contains) > 0 && !g.anyContains(v, arr) {
-		i := len(arr)
-		if (v.maxItems >= 0 && i >= v.maxItems) || (itemsFalse && i >= len(v.prefix)) {
-			i--
-		}
-		if i >= 0 {
-			nodes := append(append([]any{}, itemNodes(i)...), v.contains...)
-			val, good := g.arrayItem(v, arr[:i], nodes, st.child(strconv.Itoa(i), st.hint, itemVariant(i)))
-			ok = ok && good
-			if i == len(arr) {
-				arr = append(arr, val)
-			} else {
-				arr[i] = val
-			}
-		}
-	}
-	return arr, ok
+	return append(append([]byte{'['}, bytes.Join(arr, []byte{','})...), ']'), ok
 }
 
 // arrayItem generates one item, retrying variants while uniqueItems finds
 // it among prev.
-func (g *generator) arrayItem(v *view, prev []any, nodes []any, st state) (any, bool) {
+func (g *generator) arrayItem(v *view, prev [][]byte, nodes []*schema, st state) ([]byte, bool) {
+	dup := func(val []byte) bool {
+		return v.unique && slices.ContainsFunc(prev, func(p []byte) bool { return bytes.Equal(p, val) })
+	}
 	val, ok := g.gen(conj{nodes: nodes}, st)
-	for j := 1; v.unique && containsEqual(prev, val) && j < 16; j++ {
+	for j := 1; dup(val) && j < 16; j++ {
 		s := st
 		s.variant = st.variant + j*len(prev) + j
 		val, ok = g.gen(conj{nodes: nodes}, s)
 	}
-	return val, ok && !(v.unique && containsEqual(prev, val))
-}
-
-func (g *generator) anyContains(v *view, arr []any) bool {
-	for _, e := range arr {
-		if g.doc.validAll(e, v.contains) {
-			return true
-		}
-	}
-	return false
+	return val, ok && !dup(val)
 }
 
 // propNodes returns the schemas a member named k must satisfy.
-func (g *generator) propNodes(v *view, k string) []any {
-	nodes := append([]any{}, v.props[k]...)
+func (g *generator) propNodes(v *view, k string) []*schema {
+	nodes := append([]*schema{}, v.props[k]...)
 	for _, pp := range v.patProps {
-		if g.doc.matchPattern(pp.pattern, k) {
+		if g.matchPattern(pp.pattern, k) {
 			nodes = append(nodes, pp.schema)
 		}
 	}
@@ -1199,13 +773,8 @@ func (g *generator) propNodes(v *view, k string) []any {
 			continue
 		}
 		matched := false
-		if rule.patterns != nil {
-			for _, p := range rule.patterns.keys {
-				if g.doc.matchPattern(p, k) {
-					matched = true
-					break
-				}
-			}
+		for _, p := range rule.patterns.names {
+			matched = matched || g.matchPattern(p, k)
 		}
 		if !matched {
 			nodes = append(nodes, rule.addl)
@@ -1214,9 +783,23 @@ func (g *generator) propNodes(v *view, k string) []any {
 	return nodes
 }
 
+// object is a JSON object being built, its members in order.
+type object struct {
+	buf []byte
+	has map[string]bool
+}
+
+func (o *object) add(k string, val []byte) {
+	if len(o.has) > 0 {
+		o.buf = append(o.buf, ',')
+	}
+	o.buf = append(append(append(o.buf, jsonString(k)...), ':'), val...)
+	o.has[k] = true
+}
+
 // genObject builds an object with every required property and, above
 // optionalDepth, every declared optional one, in declaration order.
-func (g *generator) genObject(v *view, st state) (any, bool) {
+func (g *generator) genObject(v *view, st state) ([]byte, bool) {
 	// must holds the required properties and those they depend on.
 	must := map[string]bool{}
 	var mustKeys []string
@@ -1246,7 +829,7 @@ func (g *generator) genObject(v *view, st state) (any, bool) {
 			}
 			var extra []string
 			for _, d := range append([]string{k}, v.depReq[k]...) {
-				if !include[d] && !containsString(extra, d) {
+				if !include[d] && !slices.Contains(extra, d) {
 					extra = append(extra, d)
 				}
 			}
@@ -1267,37 +850,45 @@ func (g *generator) genObject(v *view, st state) (any, bool) {
 		}
 	}
 	for _, k := range mustKeys {
-		if !containsString(keys, k) {
+		if !slices.Contains(keys, k) {
 			keys = append(keys, k)
 		}
 	}
 	for _, k := range v.propOrder {
 		for _, d := range v.depReq[k] {
-			if include[k] && include[d] && !containsString(keys, d) {
+			if include[k] && include[d] && !slices.Contains(keys, d) {
 				keys = append(keys, d)
 			}
 		}
 	}
-	o := newObject()
+	o := &object{buf: []byte{'{'}, has: map[string]bool{}}
 	ok := true
 	for _, k := range keys {
-		val, good := g.gen(conj{nodes: g.propNodes(v, k)}, st.child(jsonpointer.EscapeToken(k), k, st.variant))
-		if !good && !must[k] && !dependedOn(v, keys, k) {
-			continue // drop an optional property that cannot be satisfied
+		cst := g.child(st, jsonpointer.EscapeToken(k), k, st.variant)
+		optional := !must[k] && !dependedOn(v, keys, k)
+		if optional && g.dropped[cst.path] {
+			continue
+		}
+		val, good := g.gen(conj{nodes: g.propNodes(v, k)}, cst)
+		if optional {
+			if !good {
+				continue // leave out an optional property that cannot be built
+			}
+			g.optional[cst.path] = true
 		}
 		ok = ok && good
-		o.set(k, val)
+		o.add(k, val)
 	}
-	if len(o.keys) < v.minProps {
+	if len(o.has) < v.minProps {
 		ok = g.fillProperties(v, o, st) && ok
 	}
-	return o, ok
+	return append(o.buf, '}'), ok
 }
 
 // dependedOn reports whether some key of keys requires k.
 func dependedOn(v *view, keys []string, k string) bool {
 	for _, key := range keys {
-		if containsString(v.depReq[key], k) {
+		if slices.Contains(v.depReq[key], k) {
 			return true
 		}
 	}
@@ -1308,12 +899,16 @@ func dependedOn(v *view, keys []string, k string) bool {
 // properties first, then names matching patternProperties, then extraN.
 func (g *generator) fillProperties(v *view, o *object, st state) bool {
 	try := func(k string) {
-		if _, dup := o.vals[k]; dup || len(o.keys) >= v.minProps {
+		if o.has[k] || len(o.has) >= v.minProps {
 			return
 		}
-		val, ok := g.gen(conj{nodes: g.propNodes(v, k)}, st.child(jsonpointer.EscapeToken(k), k, st.variant))
-		if ok {
-			o.set(k, val)
+		cst := g.child(st, jsonpointer.EscapeToken(k), k, st.variant)
+		if g.dropped[cst.path] {
+			return
+		}
+		if val, ok := g.gen(conj{nodes: g.propNodes(v, k)}, cst); ok {
+			g.optional[cst.path] = true
+			o.add(k, val)
 		}
 	}
 	for _, k := range v.propOrder {
@@ -1324,38 +919,14 @@ func (g *generator) fillProperties(v *view, o *object, st state) bool {
 		if err != nil {
 			continue
 		}
-		for choice := 0; choice < v.minProps+4 && len(o.keys) < v.minProps; choice++ {
-			if k, ok := patternString(re, 1, choice); ok && g.doc.matchPattern(pp.pattern, k) {
+		for choice := 0; choice < v.minProps+4 && len(o.has) < v.minProps; choice++ {
+			if k, ok := patternString(re, 1, choice); ok && g.matchPattern(pp.pattern, k) {
 				try(k)
 			}
 		}
 	}
-	for i := 1; len(o.keys) < v.minProps && i <= min(v.minProps, maxCount)+16; i++ {
+	for i := 1; len(o.has) < v.minProps && i <= min(v.minProps, maxCount)+16; i++ {
 		try("extra" + strconv.Itoa(i))
 	}
-	return len(o.keys) >= v.minProps
-}
-
-// isStopWord reports whether the lower-case word w is too common to say
-// anything about a prompt or a tool.
-func isStopWord(w string) bool {
-	switch w {
-	case "the", "and", "for", "are", "but", "not", "you", "your", "yours", "all", "any", "can",
-		"had", "her", "was", "one", "our", "out", "has", "have", "him", "his", "how", "its",
-		"may", "new", "now", "old", "see", "two", "who", "did", "does", "doing", "done", "get",
-		"gets", "got", "let", "put", "say", "says", "she", "too", "use", "uses", "used", "using",
-		"with", "without", "this", "that", "these", "those", "there", "their", "them", "they",
-		"then", "than", "what", "when", "where", "which", "while", "whom", "whose", "why",
-		"will", "would", "could", "should", "shall", "from", "into", "onto", "about", "above",
-		"below", "over", "under", "again", "also", "just", "only", "some", "such", "very",
-		"more", "most", "much", "many", "each", "every", "both", "few", "other", "same",
-		"been", "being", "were", "here", "like", "make", "makes", "made", "want", "need",
-		"please", "tell", "give", "show", "know", "set", "sets", "tool", "tools", "function",
-		"returns", "return", "given", "value", "values", "data", "current", "currently",
-		"specified", "provided", "optional", "required", "string", "number", "list", "via",
-		"per", "etc", "yes", "okay", "hello", "thanks", "thank", "today", "something", "thing",
-		"things", "call", "run", "running", "whats", "what's", "it's", "i'm", "don't":
-		return true
-	}
-	return false
+	return len(o.has) >= v.minProps
 }

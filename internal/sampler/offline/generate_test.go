@@ -7,11 +7,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/kaptinlin/jsonschema"
 
 	"github.com/sampled/sampled/internal/sampler"
 )
@@ -19,30 +19,41 @@ import (
 const corpusPrompt = "Summarize the weather report for Paris, France in a few words."
 
 // mustValidate fails t unless instance (JSON text) is valid against schema,
-// with format assertion on.
+// compiled and checked as the service does, in a cache of the test's own.
 func mustValidate(t *testing.T, schema, instance []byte) {
 	t.Helper()
-	compiler := jsonschema.NewCompiler()
-	compiler.SetAssertFormat(true)
-	s, err := compiler.Compile(schema)
+	s, err := sampler.NewSchemaCache(1).Compile(schema, "/schema")
 	if err != nil {
 		t.Fatalf("compile schema: %v", err)
 	}
 	if !json.Valid(instance) {
 		t.Fatalf("output is not JSON: %s", instance)
 	}
-	res := s.Validate(instance)
-	if !res.IsValid() {
-		t.Errorf("output does not validate:\n%s\nerrors: %v", instance, res.DetailedErrors())
+	if errs := s.Validate(instance); errs != nil {
+		t.Errorf("output does not validate:\n%s\nerrors: %v", instance, errs)
 	}
 }
 
-func schemaRequest(model string, schema []byte, prompt string, attempt int) *sampler.Request {
+// value generates a value for schema as a schema answer does; ok reports
+// whether the generator found it valid.
+func value(t *testing.T, schema, seed string) (got string, ok bool) {
+	t.Helper()
+	compiled, err := sampler.NewSchemaCache(1).Compile(json.RawMessage(schema), "/schema")
+	if err != nil {
+		t.Fatalf("compile schema: %v", err)
+	}
+	v, ok, err := generate(context.Background(), compiled, json.RawMessage(schema), seed, false)
+	if err != nil {
+		t.Fatalf("generate: %v", err)
+	}
+	return string(v), ok
+}
+
+func schemaRequest(model string, schema []byte, prompt string) *sampler.Request {
 	return &sampler.Request{
 		Model:    model,
 		Messages: []sampler.Message{{Role: sampler.RoleUser, Content: []sampler.Content{sampler.TextBlock(prompt)}}},
 		Schema:   schema,
-		Attempt:  attempt,
 	}
 }
 
@@ -54,14 +65,14 @@ func TestSchemaCorpus(t *testing.T) {
 	if len(files) < 30 {
 		t.Fatalf("corpus has %d schemas, want at least 30", len(files))
 	}
-	p := New()
+	p := New(nil)
 	for _, f := range files {
 		t.Run(strings.TrimSuffix(filepath.Base(f), ".json"), func(t *testing.T) {
 			schema, err := os.ReadFile(f)
 			if err != nil {
 				t.Fatal(err)
 			}
-			resp, err := p.Sample(context.Background(), schemaRequest("default", schema, corpusPrompt, 1))
+			resp, err := p.Sample(context.Background(), schemaRequest("default", schema, corpusPrompt))
 			if err != nil {
 				t.Fatalf("Sample: %v", err)
 			}
@@ -73,26 +84,18 @@ func TestSchemaCorpus(t *testing.T) {
 			}
 			mustValidate(t, schema, []byte(resp.Content[0].Text))
 
-			again, err := p.Sample(context.Background(), schemaRequest("default", schema, corpusPrompt, 1))
+			again, err := p.Sample(context.Background(), schemaRequest("default", schema, corpusPrompt))
 			if err != nil {
 				t.Fatalf("second Sample: %v", err)
 			}
 			if diff := cmp.Diff(resp, again); diff != "" {
 				t.Errorf("second call differs (-first +second):\n%s", diff)
 			}
-
-			v, err := Value(schema, corpusPrompt)
-			if err != nil {
-				t.Fatalf("Value: %v", err)
-			}
-			if diff := cmp.Diff(resp.Content[0].Text, string(v)); diff != "" {
-				t.Errorf("Value differs from the schema answer (-answer +Value):\n%s", diff)
-			}
 		})
 	}
 }
 
-func TestValue(t *testing.T) {
+func TestGenerate(t *testing.T) {
 	tests := []struct {
 		name   string
 		schema string
@@ -110,8 +113,11 @@ func TestValue(t *testing.T) {
 		{"default without examples", `{"type":"integer","default":7}`, "", `7`},
 		{"invalid example is skipped", `{"type":"integer","minimum":5,"examples":[1]}`, "", `5`},
 		{"integer exclusive bounds", `{"type":"integer","exclusiveMinimum":5,"exclusiveMaximum":7}`, "", `6`},
-		{"number exclusive minimum zero", `{"type":"number","exclusiveMinimum":0}`, "", `1`},
-		{"number between exclusive bounds", `{"type":"number","exclusiveMinimum":1,"exclusiveMaximum":1.5}`, "", `1.25`},
+		{"number exclusive minimum zero", `{"type":"number","exclusiveMinimum":0}`, "", `0.5`},
+		{"number between exclusive bounds", `{"type":"number","exclusiveMinimum":1,"exclusiveMaximum":1.5}`, "", `1.125`},
+		{"number in a narrow range", `{"type":"number","minimum":1.1,"maximum":1.2}`, "", `1.1`},
+		{"number in a one-point range", `{"type":"number","minimum":1.3,"maximum":1.3}`, "", `1.3`},
+		{"number variants are not all integers", `{"type":"array","items":{"type":"number"},"minItems":3,"uniqueItems":true}`, "", `[0,0.5,1]`},
 		{"decimal multipleOf", `{"type":"number","multipleOf":0.01,"minimum":0.005}`, "", `0.01`},
 		{"integer multipleOf with bounds", `{"type":"integer","multipleOf":5,"minimum":7}`, "", `10`},
 		{"allOf multipleOf lcm", `{"type":"integer","minimum":1,"allOf":[{"multipleOf":4},{"multipleOf":6}]}`, "", `12`},
@@ -135,81 +141,83 @@ func TestValue(t *testing.T) {
 		{"anyOf falls to a satisfiable branch", `{"anyOf":[{"type":"integer","minimum":3,"maximum":2},{"type":"boolean"}]}`, "", `true`},
 		{"not", `{"type":"integer","not":{"const":0}}`, "", `1`},
 		{"recursive ref stops", `{"type":"object","properties":{"next":{"$ref":"#"}}}`, "", `{"next":{"next":{"next":{"next":{"next":{}}}}}}`},
+		{"ref into properties", `{"type":"object","properties":{"a":{"type":"integer","minimum":3},"b":{"$ref":"#/properties/a"}},"required":["b"]}`, "", `{"a":3,"b":3}`},
+		{"ref with an escaped name", `{"$defs":{"a/b~c":{"const":1}},"$ref":"#/$defs/a~1b~0c"}`, "", `1`},
+		{"ref into prefixItems", `{"type":"array","prefixItems":[{"type":"boolean"},{"$ref":"#/prefixItems/0"}],"minItems":2}`, "", `[true,true]`},
+		{"ref to an anchor", `{"$defs":{"n":{"$anchor":"num","type":"integer","minimum":7}},"$ref":"#num"}`, "", `7`},
+		{"optional member the validator refuses is left out", `{"type":"object","properties":{"a":{"type":"integer","not":{"type":"integer"}},"b":{"type":"boolean"}},"required":["b"]}`, "", `{"b":true}`},
+		{"required member the validator refuses changes the branch above", `{"anyOf":[{"type":"object","properties":{"x":{"type":"integer","not":{"type":"integer"}}},"required":["x"]},{"type":"object","properties":{"y":{"type":"boolean"}},"required":["y"]}]}`, "", `{"y":true}`},
+		{"if picks then", `{"type":"integer","if":{"minimum":0},"then":{"multipleOf":7,"minimum":1},"else":{"const":-1}}`, "", `7`},
+		{"large integers stay exact", `{"type":"integer","minimum":12345678901234567890123}`, "", `12345678901234567890123`},
+		{"const null", `{"type":["string","null"],"const":null}`, "", `null`},
+		{"enum null", `{"enum":[null]}`, "", `null`},
+		{"html is not escaped", `{"const":"a<b&c>d"}`, "", `"a<b&c>d"`},
 		{"uuid is v4 shaped", `{"type":"string","format":"uuid"}`, "", `"` + uuidOf("", 0) + `"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Value(json.RawMessage(tt.schema), tt.seed)
-			if err != nil {
-				t.Fatalf("Value: %v", err)
+			got, ok := value(t, tt.schema, tt.seed)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("generate (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tt.want, string(got)); diff != "" {
-				t.Errorf("Value (-want +got):\n%s", diff)
+			if !ok {
+				t.Errorf("generate says %s does not validate", got)
 			}
-			mustValidate(t, []byte(tt.schema), got)
+			mustValidate(t, []byte(tt.schema), []byte(got))
 		})
 	}
 }
 
 func TestUUIDShape(t *testing.T) {
+	v4 := regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$`)
 	for _, v := range []int{0, 1, 2, 99} {
-		u := uuidOf("seed", v)
-		if !isUUID(u) || u[14] != '4' || !strings.ContainsRune("89ab", rune(u[19])) {
+		if u := uuidOf("seed", v); !v4.MatchString(u) {
 			t.Errorf("uuidOf(seed, %d) = %q, want a version 4 UUID", v, u)
 		}
 	}
 }
 
-func TestValueErrors(t *testing.T) {
-	tests := []struct {
-		name      string
-		schema    string
-		wantUnsat bool
-	}{
-		{"not JSON", `{"type":`, false},
-		{"trailing data", `{} {}`, false},
-		{"empty", ``, false},
-		{"false schema", `false`, true},
-		{"empty integer range", `{"type":"integer","minimum":5,"maximum":4}`, true},
-		{"conflicting types", `{"allOf":[{"type":"string"},{"type":"integer"}]}`, true},
-		{"impossible uniqueness", `{"type":"array","items":{"enum":[1,2]},"minItems":3,"uniqueItems":true}`, true},
+// TestUnsatisfiable: for a schema no value satisfies, generate gives up
+// within its bounds and says so.
+func TestUnsatisfiable(t *testing.T) {
+	tests := []struct{ name, schema string }{
+		{"false schema", `false`},
+		{"empty integer range", `{"type":"integer","minimum":5,"maximum":4}`},
+		{"conflicting types", `{"allOf":[{"type":"string"},{"type":"integer"}]}`},
+		{"impossible uniqueness", `{"type":"array","items":{"enum":[1,2]},"minItems":3,"uniqueItems":true}`},
+		{"not everything", `{"not":{}}`},
+		{"required recursion", `{"type":"object","required":["a"],"properties":{"a":{"$ref":"#"}}}`},
+		{"huge minItems", `{"type":"array","minItems":1000000}`},
+		{"pattern longer than the generator builds", `{"type":"string","pattern":"^a{1000}b{1000}c{1000}d{1000}e{1000}$"}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Value(json.RawMessage(tt.schema), "")
-			if err == nil {
-				t.Fatalf("Value = %s, want an error", got)
+			got, ok := value(t, tt.schema, "seed")
+			if ok {
+				t.Errorf("generate = %.100s, valid; want a failure", got)
 			}
-			if gotUnsat := errors.Is(err, ErrUnsatisfiable); gotUnsat != tt.wantUnsat {
-				t.Errorf("errors.Is(%v, ErrUnsatisfiable) = %v, want %v", err, gotUnsat, tt.wantUnsat)
+			if !json.Valid([]byte(got)) {
+				t.Errorf("generate = %.100s, not JSON", got)
 			}
 		})
 	}
 }
 
-func TestValueSeedVariesStrings(t *testing.T) {
-	schema := json.RawMessage(`{"type":"object","properties":{"title":{"type":"string"},"id":{"type":"string","format":"uuid"}},"required":["title","id"]}`)
-	a, err := Value(schema, "first prompt about cats")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := Value(schema, "second prompt about dogs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(a) == string(b) {
+func TestGenerateSeedVariesStrings(t *testing.T) {
+	schema := `{"type":"object","properties":{"title":{"type":"string"},"id":{"type":"string","format":"uuid"}},"required":["title","id"]}`
+	a, _ := value(t, schema, "first prompt about cats")
+	b, _ := value(t, schema, "second prompt about dogs")
+	if a == b {
 		t.Errorf("different seeds gave the same value %s", a)
 	}
-	a2, err := Value(schema, "first prompt about cats")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(string(a), string(a2)); diff != "" {
+	if diff := cmp.Diff(a, func() string { v, _ := value(t, schema, "first prompt about cats"); return v }()); diff != "" {
 		t.Errorf("same seed differs (-first +second):\n%s", diff)
 	}
 }
 
-func TestValueBoundedOnHostileSchemas(t *testing.T) {
+// TestGenerateBoundedOnHostileSchemas: recursive and wide schemas end in a
+// valid value.
+func TestGenerateBoundedOnHostileSchemas(t *testing.T) {
 	wide := func(member string) string {
 		parts := make([]string, 12)
 		for i := range parts {
@@ -217,39 +225,42 @@ func TestValueBoundedOnHostileSchemas(t *testing.T) {
 		}
 		return `{"type":"object","properties":{` + strings.Join(parts, ",") + `}}`
 	}
-	tests := []struct {
-		name      string
-		schema    string
-		wantUnsat bool
-		// noCheck skips validation for schemas kaptinlin/jsonschema rejects.
-		noCheck bool
-	}{
-		{"self reference", `{"$ref":"#"}`, false, false},
-		{"allOf self reference", `{"allOf":[{"$ref":"#"}]}`, false, false},
-		{"required recursion", `{"type":"object","required":["a"],"properties":{"a":{"$ref":"#"}}}`, true, false},
-		{"wide optional recursion", wide(`{"$ref":"#"}`), false, false},
-		{"wide array recursion", wide(`{"type":"array","items":{"$ref":"#"},"minItems":2}`), false, false},
-		{"required recursion with a null way out", `{"type":"object","properties":{"a":{"anyOf":[{"$ref":"#"},{"type":"null"}]},"b":{"anyOf":[{"$ref":"#"},{"type":"null"}]}},"required":["a","b"]}`, false, false},
-		{"huge minItems", `{"type":"array","minItems":1000000}`, true, false},
-		{"pattern longer than the generator builds", `{"type":"string","pattern":"^a{1000}b{1000}c{1000}d{1000}e{1000}$"}`, true, false},
-		{"huge exponent", `{"type":"integer","minimum":1e999999999}`, false, true},
-		{"unresolvable reference", `{"$ref":"other.json#/nope"}`, false, true},
+	tests := []struct{ name, schema string }{
+		{"self reference", `{"$ref":"#"}`},
+		{"allOf self reference", `{"allOf":[{"$ref":"#"}]}`},
+		{"wide optional recursion", wide(`{"$ref":"#"}`)},
+		{"wide array recursion", wide(`{"type":"array","items":{"$ref":"#"},"minItems":2}`)},
+		{"required recursion with a null way out", `{"type":"object","properties":{"a":{"anyOf":[{"$ref":"#"},{"type":"null"}]},"b":{"anyOf":[{"$ref":"#"},{"type":"null"}]}},"required":["a","b"]}`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Value(json.RawMessage(tt.schema), "seed")
-			if tt.wantUnsat {
-				if !errors.Is(err, ErrUnsatisfiable) {
-					t.Fatalf("Value = %.100s, %v; want ErrUnsatisfiable", got, err)
-				}
-				return
+			got, ok := value(t, tt.schema, "seed")
+			if !ok {
+				t.Errorf("generate = %.100s, not valid", got)
 			}
-			if err != nil {
-				t.Fatalf("Value: %v", err)
-			}
-			if !tt.noCheck {
-				mustValidate(t, []byte(tt.schema), got)
-			}
+			mustValidate(t, []byte(tt.schema), []byte(got))
 		})
+	}
+}
+
+// TestGenerateBoundsItsOutput: strings stop at textLimit bytes, whatever
+// minItems and minLength ask.
+func TestGenerateBoundsItsOutput(t *testing.T) {
+	got, ok := value(t, `{"type":"array","minItems":10000,"items":{"type":"string","minLength":100000}}`, "seed")
+	if ok || len(got) > 2*textLimit {
+		t.Errorf("generate = %d bytes, valid %v; want at most %d bytes, not valid", len(got), ok, 2*textLimit)
+	}
+}
+
+// TestGenerateCancelled: a cancelled request stops generation.
+func TestGenerateCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	compiled, err := sampler.NewSchemaCache(1).Compile(json.RawMessage(`{}`), "/schema")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := generate(ctx, compiled, json.RawMessage(`{}`), "", false); !errors.Is(err, context.Canceled) {
+		t.Errorf("generate error = %v, want context.Canceled", err)
 	}
 }

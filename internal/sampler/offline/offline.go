@@ -2,19 +2,23 @@
 // provider of the service: it needs no key and no network. The same request
 // always gives the same response. Plain requests get a visibly synthetic
 // echo of the last user text, schema requests a value generated to satisfy
-// the schema (see Value), tools requests a call of the tool the prompt
-// names, with arguments valid against its input schema.
+// the schema, tools requests a call of the tool the prompt names, with
+// arguments valid against its input schema. Generated values are checked
+// with the compiled schemas of sampler.SchemaCache, the validator the
+// service itself uses.
 //
 // Besides "default" it serves two fault models that exercise the retries
 // of guaranteed helpers: "flaky" breaks the first attempt of every request
 // (malformed JSON in schema mode, no tool call in tools mode) and "broken"
-// breaks every attempt.
+// breaks every attempt. Flaky tells a first attempt from the conversation:
+// a retry carries flaky's broken answer followed by a corrective user turn.
 package offline
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -33,13 +37,22 @@ const (
 // answers.
 const maxQuote = 200
 
-// Provider is the offline provider. Its zero value is ready to use.
-type Provider struct{}
+// Provider is the offline provider. Create it with New.
+type Provider struct {
+	schemas *sampler.SchemaCache
+}
 
 var _ sampler.Provider = (*Provider)(nil)
 
-// New returns an offline provider.
-func New() *Provider { return &Provider{} }
+// New returns an offline provider that compiles schemas with schemas,
+// ideally the cache of the service that validates its answers; nil means a
+// cache of its own.
+func New(schemas *sampler.SchemaCache) *Provider {
+	if schemas == nil {
+		schemas = sampler.NewSchemaCache(0)
+	}
+	return &Provider{schemas: schemas}
+}
 
 // Name returns "offline".
 func (p *Provider) Name() string { return "offline" }
@@ -66,8 +79,6 @@ func (p *Provider) Sample(ctx context.Context, req *sampler.Request) (*sampler.R
 	default:
 		return nil, fmt.Errorf("offline: unknown model %q", model)
 	}
-	broken := model == ModelBroken || (model == ModelFlaky && req.Attempt <= 1)
-
 	var (
 		content []sampler.Content
 		stop    string
@@ -75,9 +86,9 @@ func (p *Provider) Sample(ctx context.Context, req *sampler.Request) (*sampler.R
 	)
 	switch req.Mode() {
 	case sampler.ModeSchema:
-		content, stop, err = schemaAnswer(req, broken)
+		content, stop, err = p.schemaAnswer(ctx, req, model)
 	case sampler.ModeTools:
-		content, stop, err = toolsAnswer(req, broken)
+		content, stop, err = p.toolsAnswer(ctx, req, model)
 	default:
 		content, stop = textAnswer(req)
 	}
@@ -121,7 +132,7 @@ func replyText(req *sampler.Request) string {
 	if text == "" {
 		var kinds []string
 		for _, c := range msg.Content {
-			if !containsString(kinds, c.Type) {
+			if !slices.Contains(kinds, c.Type) {
 				kinds = append(kinds, c.Type)
 			}
 		}
@@ -162,11 +173,11 @@ func toolResults(m sampler.Message) []sampler.Content {
 	return out
 }
 
-// seedText is the text of the last user message that has text: it drives
-// the generated strings and the choice of tool.
-func seedText(req *sampler.Request) string {
-	for i := len(req.Messages) - 1; i >= 0; i-- {
-		if m := req.Messages[i]; m.Role == sampler.RoleUser {
+// seedText is the text of the last user message of msgs that has text: it
+// drives the generated strings and the choice of tool.
+func seedText(msgs []sampler.Message) string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if m := msgs[i]; m.Role == sampler.RoleUser {
 			if t := strings.TrimSpace(sampler.TextOf(m.Content)); t != "" {
 				return t
 			}
@@ -224,17 +235,47 @@ func toolNameFor(prev []sampler.Message, id string) string {
 }
 
 // schemaAnswer is the schema-mode answer: the compact JSON of a value
-// generated from the schema, malformed when broken.
-func schemaAnswer(req *sampler.Request, broken bool) ([]sampler.Content, string, error) {
-	raw, _, err := generate(req.Schema, taskText(req), false)
+// generated from the schema, malformed when the model breaks it.
+func (p *Provider) schemaAnswer(ctx context.Context, req *sampler.Request, model string) ([]sampler.Content, string, error) {
+	compiled, err := p.schemas.Compile(req.Schema, "/schema")
+	if err != nil {
+		return nil, "", fmt.Errorf("offline: schema: %w", err)
+	}
+	raw, _, err := generate(ctx, compiled, req.Schema, taskText(req), false)
 	if err != nil {
 		return nil, "", err
 	}
 	text := string(raw)
-	if broken {
-		text = breakJSON(text)
+	broken := breakJSON(text)
+	retry := -1
+	if model == ModelFlaky {
+		retry = corrected(req.Messages, func(int) string { return broken })
+	}
+	if breaks(model, retry) {
+		text = broken
 	}
 	return []sampler.Content{sampler.TextBlock(text)}, sampler.StopEndTurn, nil
+}
+
+// breaks reports whether model gives its broken answer: "broken" always,
+// "flaky" on the first attempt, when the conversation holds no corrected
+// broken answer (retry < 0, see corrected).
+func breaks(model string, retry int) bool {
+	return model == ModelBroken || model == ModelFlaky && retry < 0
+}
+
+// corrected returns the index of the first assistant turn of msgs that is
+// the broken answer to the messages before it (brokenAt(i)) and that a user
+// turn follows, as a guaranteed helper sends its correction; else -1.
+func corrected(msgs []sampler.Message, brokenAt func(i int) string) int {
+	for i := 0; i+1 < len(msgs); i++ {
+		m := msgs[i]
+		if m.Role == sampler.RoleAssistant && msgs[i+1].Role == sampler.RoleUser &&
+			len(sampler.ToolCallsOf(m.Content)) == 0 && sampler.TextOf(m.Content) == brokenAt(i) {
+			return i
+		}
+	}
+	return -1
 }
 
 // breakJSON returns text that is not valid JSON: a container or string cut

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"regexp"
 	"strings"
 	"testing"
@@ -29,7 +30,7 @@ func assistantText(s string) sampler.Message {
 func boolPtr(b bool) *bool { return &b }
 
 func TestNameAndModels(t *testing.T) {
-	var p Provider // the zero value is ready to use
+	p := New(nil)
 	if got := p.Name(); got != "offline" {
 		t.Errorf("Name() = %q, want offline", got)
 	}
@@ -97,7 +98,7 @@ func TestPlain(t *testing.T) {
 		},
 		{
 			name: "flaky behaves like default in plain mode",
-			req:  sampler.Request{Model: "flaky", Attempt: 1, Messages: []sampler.Message{userText("hello")}},
+			req:  sampler.Request{Model: "flaky", Messages: []sampler.Message{userText("hello")}},
 			want: &sampler.Response{
 				Model:      "flaky",
 				Content:    []sampler.Content{sampler.TextBlock(`[offline] You said: "hello"`)},
@@ -107,7 +108,7 @@ func TestPlain(t *testing.T) {
 		},
 		{
 			name: "broken behaves like default in plain mode",
-			req:  sampler.Request{Model: "broken", Attempt: 3, Messages: []sampler.Message{userText("hello")}},
+			req:  sampler.Request{Model: "broken", Messages: []sampler.Message{userText("hello")}},
 			want: &sampler.Response{
 				Model:      "broken",
 				Content:    []sampler.Content{sampler.TextBlock(`[offline] You said: "hello"`)},
@@ -128,7 +129,7 @@ func TestPlain(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := New().Sample(context.Background(), &tt.req)
+			got, err := New(nil).Sample(context.Background(), &tt.req)
 			if err != nil {
 				t.Fatalf("Sample: %v", err)
 			}
@@ -166,7 +167,7 @@ func TestErrors(t *testing.T) {
 			name:    "unparsable schema",
 			ctx:     context.Background(),
 			req:     &sampler.Request{Model: "default", Schema: json.RawMessage(`{"type":`), Messages: []sampler.Message{userText("hi")}},
-			wantErr: "offline: schema: invalid JSON",
+			wantErr: "offline: schema: schema is not valid JSON",
 		},
 		{
 			name: "forced unknown tool",
@@ -193,7 +194,7 @@ func TestErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := New().Sample(tt.ctx, tt.req)
+			got, err := New(nil).Sample(tt.ctx, tt.req)
 			if err == nil {
 				t.Fatalf("Sample = %+v, want error %q", got, tt.wantErr)
 			}
@@ -352,7 +353,7 @@ func TestTools(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			tools := testTools()
 			req := &sampler.Request{Model: "default", Messages: tt.messages, Tools: tools, ToolChoice: tt.choice}
-			got, err := New().Sample(context.Background(), req)
+			got, err := New(nil).Sample(context.Background(), req)
 			if err != nil {
 				t.Fatalf("Sample: %v", err)
 			}
@@ -385,7 +386,7 @@ func TestTools(t *testing.T) {
 			}
 			mustValidate(t, schemaOf(tools, tt.wantTool), block.Input)
 
-			again, err := New().Sample(context.Background(), req)
+			again, err := New(nil).Sample(context.Background(), req)
 			if err != nil {
 				t.Fatalf("second Sample: %v", err)
 			}
@@ -407,7 +408,7 @@ func TestToolsWithoutInputSchema(t *testing.T) {
 				Model: "default", Messages: []sampler.Message{userText("ping")}, Tools: tools,
 				ToolChoice: &sampler.ToolChoice{Mode: sampler.ToolChoiceTool, Name: name},
 			}
-			got, err := New().Sample(context.Background(), req)
+			got, err := New(nil).Sample(context.Background(), req)
 			if err != nil {
 				t.Fatalf("Sample: %v", err)
 			}
@@ -423,7 +424,7 @@ func TestToolsWithoutInputSchema(t *testing.T) {
 }
 
 func TestCallIDsDiffer(t *testing.T) {
-	p := New()
+	p := New(nil)
 	ids := map[string]string{}
 	for _, prompt := range []string{"weather in Paris", "weather in Lyon", "weather in Rome"} {
 		req := &sampler.Request{Model: "default", Messages: []sampler.Message{userText(prompt)}, Tools: testTools()}
@@ -442,85 +443,158 @@ func TestCallIDsDiffer(t *testing.T) {
 	}
 }
 
+// withCorrection returns msgs followed by the answer and a corrective user
+// turn as a guaranteed helper sends them: text after an answer without tool
+// calls, an error tool_result for each call otherwise.
+func withCorrection(msgs []sampler.Message, answer []sampler.Content) []sampler.Message {
+	fix := sampler.UserMessage(sampler.TextBlock("Your previous answer is not acceptable. Fix these errors and answer again:\n- /: invalid JSON"))
+	if calls := sampler.ToolCallsOf(answer); len(calls) > 0 {
+		fix.Content = nil
+		for _, c := range calls {
+			fix.Content = append(fix.Content, sampler.Content{Type: sampler.BlockToolResult, ToolUseID: c.ID, IsError: boolPtr(true),
+				Content: []sampler.Content{sampler.TextBlock("Invalid tool call. Fix these errors")}})
+		}
+	}
+	return append(append(append([]sampler.Message{}, msgs...), sampler.AssistantMessage(answer...)), fix)
+}
+
+// isBroken reports whether resp is the broken answer of its mode: text that
+// is not JSON (schema), no tool call (tools).
+func isBroken(t *testing.T, resp *sampler.Response, mode string) bool {
+	t.Helper()
+	if mode == sampler.ModeSchema {
+		return !json.Valid([]byte(sampler.TextOf(resp.Content)))
+	}
+	calls := sampler.ToolCallsOf(resp.Content)
+	if (len(calls) == 0) != (resp.StopReason == sampler.StopEndTurn) {
+		t.Errorf("calls %+v with stop reason %q", calls, resp.StopReason)
+	}
+	return len(calls) == 0
+}
+
+// TestFaultModels runs the attempts of a guaranteed helper, which stops at
+// the first answer that is not broken: flaky breaks the first attempt and
+// answers well once the conversation holds its broken answer and a
+// correction; broken breaks every attempt.
 func TestFaultModels(t *testing.T) {
 	schema := json.RawMessage(`{"type":"object","properties":{"answer":{"type":"string"},"score":{"type":"integer","minimum":1}},"required":["answer","score"]}`)
+	history := []sampler.Message{userText("hi"), assistantText("[offline] hello"), userText("What's the weather in Paris?")}
+	type request struct {
+		schema json.RawMessage
+		choice *sampler.ToolChoice
+	}
+	modes := map[string]request{
+		"schema":         {schema: schema},
+		"scalar schema":  {schema: json.RawMessage(`{"type":"integer"}`)},
+		"string schema":  {schema: json.RawMessage(`{"type":"string"}`)},
+		"tools auto":     {},
+		"tools required": {choice: &sampler.ToolChoice{Mode: sampler.ToolChoiceRequired}},
+		"tools forced":   {choice: &sampler.ToolChoice{Mode: sampler.ToolChoiceTool, Name: "get_weather"}},
+	}
 	tests := []struct {
-		name       string
-		model      string
-		attempt    int
-		schema     json.RawMessage
-		wantBroken bool
+		model string
+		// want lists, per attempt, whether it is broken.
+		want []bool
 	}{
-		{"default attempt 1", "default", 1, schema, false},
-		{"flaky attempt 0 counts as first", "flaky", 0, schema, true},
-		{"flaky attempt 1", "flaky", 1, schema, true},
-		{"flaky attempt 2", "flaky", 2, schema, false},
-		{"flaky attempt 3", "flaky", 3, schema, false},
-		{"broken attempt 1", "broken", 1, schema, true},
-		{"broken attempt 2", "broken", 2, schema, true},
-		{"broken attempt 3", "broken", 3, schema, true},
-		{"broken scalar", "broken", 2, json.RawMessage(`{"type":"integer"}`), true},
-		{"broken string", "broken", 2, json.RawMessage(`{"type":"string"}`), true},
-		{"broken boolean", "broken", 2, json.RawMessage(`{"type":"boolean"}`), true},
+		{"default", []bool{false}},
+		{"flaky", []bool{true, false}},
+		{"broken", []bool{true, true, true}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name+" schema", func(t *testing.T) {
-			got, err := New().Sample(context.Background(), schemaRequest(tt.model, tt.schema, "rate this", tt.attempt))
-			if err != nil {
-				t.Fatalf("Sample: %v", err)
-			}
-			if got.Model != tt.model {
-				t.Errorf("model = %q, want %q", got.Model, tt.model)
-			}
-			text := sampler.TextOf(got.Content)
-			if tt.wantBroken {
-				if json.Valid([]byte(text)) {
-					t.Errorf("text %q is valid JSON, want malformed", text)
-				}
-				return
-			}
-			mustValidate(t, tt.schema, []byte(text))
-		})
-		t.Run(tt.name+" tools", func(t *testing.T) {
-			req := &sampler.Request{
-				Model: tt.model, Attempt: tt.attempt, Tools: testTools(),
-				Messages: []sampler.Message{userText("What's the weather in Paris?")},
-			}
-			for _, choice := range []*sampler.ToolChoice{nil, {Mode: sampler.ToolChoiceRequired}, {Mode: sampler.ToolChoiceTool, Name: "get_weather"}} {
-				req.ToolChoice = choice
-				got, err := New().Sample(context.Background(), req)
-				if err != nil {
-					t.Fatalf("Sample (choice %+v): %v", choice, err)
-				}
-				calls := sampler.ToolCallsOf(got.Content)
-				if tt.wantBroken {
-					if len(calls) != 0 || got.StopReason != sampler.StopEndTurn {
-						t.Errorf("choice %+v: calls %+v, stop %q; want no call and endTurn", choice, calls, got.StopReason)
+		for name, r := range modes {
+			for _, start := range [][]sampler.Message{history[2:], history} {
+				t.Run(fmt.Sprintf("%s %s after %d messages", tt.model, name, len(start)-1), func(t *testing.T) {
+					req := &sampler.Request{Model: tt.model, Schema: r.schema, ToolChoice: r.choice, Messages: start}
+					if r.schema == nil {
+						req.Tools = testTools()
 					}
-					continue
-				}
-				if len(calls) != 1 || got.StopReason != sampler.StopToolUse {
-					t.Errorf("choice %+v: calls %+v, stop %q; want one call and toolUse", choice, calls, got.StopReason)
-				}
+					var got []bool
+					for range 3 {
+						resp, err := New(nil).Sample(context.Background(), req)
+						if err != nil {
+							t.Fatalf("Sample: %v", err)
+						}
+						if resp.Model != tt.model {
+							t.Errorf("model = %q, want %q", resp.Model, tt.model)
+						}
+						broken := isBroken(t, resp, req.Mode())
+						got = append(got, broken)
+						if !broken {
+							if req.Mode() == sampler.ModeSchema {
+								mustValidate(t, r.schema, []byte(sampler.TextOf(resp.Content)))
+							} else if diff := cmp.Diff(`{"city":"Paris","units":"celsius"}`, string(resp.Content[0].Input)); diff != "" {
+								t.Errorf("arguments (-want +got):\n%s", diff)
+							}
+							break
+						}
+						req.Messages = withCorrection(req.Messages, resp.Content)
+					}
+					if diff := cmp.Diff(tt.want, got); diff != "" {
+						t.Errorf("broken attempts (-want +got):\n%s", diff)
+					}
+				})
+			}
+		}
+	}
+}
+
+// TestFlakyKnowsItsOwnBrokenAnswer: only flaky's own broken answer followed
+// by a user turn marks a retry.
+func TestFlakyKnowsItsOwnBrokenAnswer(t *testing.T) {
+	schema := json.RawMessage(`{"type":"object","properties":{"title":{"type":"string"}},"required":["title"]}`)
+	task := userText("What's the weather in Paris?")
+	fix := userText("Your previous answer is not acceptable. Fix these errors")
+	first := func(req *sampler.Request) sampler.Message {
+		resp, err := New(nil).Sample(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sampler.AssistantMessage(resp.Content...)
+	}
+	schemaReq := &sampler.Request{Model: "flaky", Schema: schema, Messages: []sampler.Message{task}}
+	toolsReq := &sampler.Request{Model: "flaky", Tools: testTools(), ToolChoice: &sampler.ToolChoice{Mode: sampler.ToolChoiceRequired}, Messages: []sampler.Message{task}}
+	ownJSON, ownText := first(schemaReq), first(toolsReq)
+	invalidCall := sampler.AssistantMessage(sampler.Content{Type: sampler.BlockToolUse, ID: "c1", Name: "get_weather", Input: json.RawMessage(`{}`)})
+	callFix := sampler.UserMessage(sampler.Content{Type: sampler.BlockToolResult, ToolUseID: "c1", IsError: boolPtr(true), Content: []sampler.Content{sampler.TextBlock("Invalid tool call.")}})
+	tests := []struct {
+		name       string
+		req        *sampler.Request
+		messages   []sampler.Message
+		wantBroken bool
+	}{
+		{"schema first attempt", schemaReq, []sampler.Message{task}, true},
+		{"schema after its broken answer and a correction", schemaReq, []sampler.Message{task, ownJSON, fix}, false},
+		{"schema broken answer not yet corrected", schemaReq, []sampler.Message{task, ownJSON}, true},
+		{"schema after other malformed JSON and a correction", schemaReq, []sampler.Message{task, assistantText(`{"title":`), fix}, true},
+		{"schema after a valid answer and a follow-up", schemaReq, []sampler.Message{task, assistantText(`{"title":"x"}`), fix}, true},
+		{"tools first attempt", toolsReq, []sampler.Message{task}, true},
+		{"tools after its answer without a call and a correction", toolsReq, []sampler.Message{task, ownText, fix}, false},
+		{"tools after another text answer and a follow-up", toolsReq, []sampler.Message{task, assistantText("[offline] hello"), fix}, true},
+		{"tools after an invalid call and error results", toolsReq, []sampler.Message{task, ownText, fix, invalidCall, callFix}, false},
+		{"tools after error results only", toolsReq, []sampler.Message{task, invalidCall, callFix}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			req := *tt.req
+			req.Messages = tt.messages
+			resp, err := New(nil).Sample(context.Background(), &req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := isBroken(t, resp, req.Mode()); got != tt.wantBroken {
+				t.Errorf("broken = %v, want %v (answer %+v)", got, tt.wantBroken, resp.Content)
 			}
 		})
 	}
 }
 
-func TestFlakySecondAttemptMatchesDefault(t *testing.T) {
+func TestFlakyRetryMatchesDefault(t *testing.T) {
 	schema := json.RawMessage(`{"type":"object","properties":{"title":{"type":"string"}},"required":["title"]}`)
-	def, err := New().Sample(context.Background(), schemaRequest("default", schema, "a title please", 1))
+	def, err := New(nil).Sample(context.Background(), schemaRequest("default", schema, "a title please"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	flaky, err := New().Sample(context.Background(), schemaRequest("flaky", schema, "a title please", 2))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(def.Content, flaky.Content); diff != "" {
-		t.Errorf("flaky attempt 2 differs from default (-default +flaky):\n%s", diff)
-	}
-	broken, err := New().Sample(context.Background(), schemaRequest("broken", schema, "a title please", 1))
+	broken, err := New(nil).Sample(context.Background(), schemaRequest("broken", schema, "a title please"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -528,20 +602,32 @@ func TestFlakySecondAttemptMatchesDefault(t *testing.T) {
 	if diff := cmp.Diff(want, broken.Content[0].Text); diff != "" {
 		t.Errorf("broken text (-want +got):\n%s", diff)
 	}
+	req := schemaRequest("flaky", schema, "a title please")
+	req.Messages = withCorrection(req.Messages, broken.Content)
+	flaky, err := New(nil).Sample(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(def.Content, flaky.Content); diff != "" {
+		t.Errorf("flaky's retry differs from default (-default +flaky):\n%s", diff)
+	}
 }
 
 // TestSchemaSeedIsTheTask: after a corrective turn, free-form strings still
 // come from the task, not from the correction.
 func TestSchemaSeedIsTheTask(t *testing.T) {
-	req := &sampler.Request{Model: "flaky", Attempt: 2, Schema: json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`),
-		Messages: []sampler.Message{
-			{Role: sampler.RoleUser, Content: []sampler.Content{sampler.TextBlock("Invent a person called Ada")}},
-			{Role: sampler.RoleAssistant, Content: []sampler.Content{sampler.TextBlock(`{"name":`)}},
-			{Role: sampler.RoleUser, Content: []sampler.Content{sampler.TextBlock("Your previous answer is not acceptable. Fix these errors")}},
-		}}
-	resp, err := New().Sample(context.Background(), req)
+	req := schemaRequest("flaky", json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`), "Invent a person called Ada")
+	first, err := New(nil).Sample(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
+	}
+	req.Messages = withCorrection(req.Messages, first.Content)
+	resp, err := New(nil).Sample(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if isBroken(t, resp, sampler.ModeSchema) {
+		t.Fatalf("retry answer %s is broken", sampler.TextOf(resp.Content))
 	}
 	text := sampler.TextOf(resp.Content)
 	if strings.Contains(text, "previous") || strings.Contains(text, "Fix") {

@@ -2,6 +2,7 @@ package offline
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"hash/fnv"
 	"strings"
@@ -12,9 +13,23 @@ import (
 )
 
 // toolsAnswer is the tools-mode answer: one tool_use block, or a text
-// answer when the tool choice, the prompt or the fault model says so.
-func toolsAnswer(req *sampler.Request, broken bool) ([]sampler.Content, string, error) {
-	seed := seedText(req)
+// answer when the tool choice, the prompt or the model's fault says so.
+func (p *Provider) toolsAnswer(ctx context.Context, req *sampler.Request, model string) ([]sampler.Content, string, error) {
+	// The broken answer is the text answer, without a tool call.
+	brokenAt := func(i int) string {
+		prior := *req
+		prior.Messages = req.Messages[:i]
+		content, _ := textAnswer(&prior)
+		return sampler.TextOf(content)
+	}
+	retry := -1
+	if model == ModelFlaky {
+		retry = corrected(req.Messages, brokenAt)
+	}
+	seed := seedText(req.Messages)
+	if retry >= 0 {
+		seed = seedText(req.Messages[:retry]) // the correction is not the task
+	}
 	afterResults := false
 	if i := lastUserIndex(req.Messages); i >= 0 {
 		afterResults = len(toolResults(req.Messages[i])) > 0
@@ -45,7 +60,7 @@ func toolsAnswer(req *sampler.Request, broken bool) ([]sampler.Content, string, 
 	default:
 		return nil, "", fmt.Errorf("offline: unknown tool choice mode %q", mode)
 	}
-	if tool == nil || broken {
+	if tool == nil || breaks(model, retry) {
 		content, stop := textAnswer(req)
 		return content, stop, nil
 	}
@@ -53,7 +68,11 @@ func toolsAnswer(req *sampler.Request, broken bool) ([]sampler.Content, string, 
 	if len(bytes.TrimSpace(schema)) == 0 || bytes.Equal(bytes.TrimSpace(schema), []byte("null")) {
 		schema = []byte(`{"type":"object"}`)
 	}
-	input, _, err := generate(schema, seed, true)
+	compiled, err := p.schemas.Compile(schema, "/tools")
+	if err != nil {
+		return nil, "", fmt.Errorf("offline: tool %q: %w", tool.Name, err)
+	}
+	input, _, err := generate(ctx, compiled, schema, seed, true)
 	if err != nil {
 		return nil, "", fmt.Errorf("offline: tool %q: %w", tool.Name, err)
 	}

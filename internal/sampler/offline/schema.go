@@ -1,0 +1,271 @@
+package offline
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"maps"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// schema is one subschema as the generator reads it: the keywords it builds
+// values from, decoded by encoding/json. Keywords it does not read (not,
+// propertyNames, dependentSchemas, …) are left to the validator, which
+// judges every generated value.
+type schema struct {
+	// never marks the boolean schema false; true decodes as an empty schema.
+	never bool
+
+	ID            string             `json:"$id"`
+	Anchor        string             `json:"$anchor"`
+	DynamicAnchor string             `json:"$dynamicAnchor"`
+	Ref           string             `json:"$ref"`
+	DynamicRef    string             `json:"$dynamicRef"`
+	Defs          map[string]*schema `json:"$defs"`
+	Definitions   map[string]*schema `json:"definitions"`
+
+	Type     any               `json:"type"` // a type name or a list of them
+	Const    json.RawMessage   `json:"const"`
+	Enum     []json.RawMessage `json:"enum"`
+	Examples []json.RawMessage `json:"examples"`
+	Default  json.RawMessage   `json:"default"`
+
+	// Numbers only: the service accepts no boolean exclusiveMinimum (draft 4).
+	Minimum          json.Number `json:"minimum"`
+	Maximum          json.Number `json:"maximum"`
+	ExclusiveMinimum json.Number `json:"exclusiveMinimum"`
+	ExclusiveMaximum json.Number `json:"exclusiveMaximum"`
+	MultipleOf       json.Number `json:"multipleOf"`
+
+	MinLength *int   `json:"minLength"`
+	MaxLength *int   `json:"maxLength"`
+	Pattern   string `json:"pattern"`
+	Format    string `json:"format"`
+
+	// The service accepts no tuple form of items (drafts before 2020-12).
+	PrefixItems []*schema `json:"prefixItems"`
+	Items       *schema   `json:"items"`
+	MinItems    *int      `json:"minItems"`
+	MaxItems    *int      `json:"maxItems"`
+	UniqueItems bool      `json:"uniqueItems"`
+	Contains    *schema   `json:"contains"`
+
+	Properties           members             `json:"properties"`
+	PatternProperties    members             `json:"patternProperties"`
+	AdditionalProperties *schema             `json:"additionalProperties"`
+	Required             []string            `json:"required"`
+	MinProperties        *int                `json:"minProperties"`
+	MaxProperties        *int                `json:"maxProperties"`
+	DependentRequired    map[string][]string `json:"dependentRequired"`
+	// Dependencies (draft 7) holds lists of names or schemas; the lists
+	// count as dependentRequired.
+	Dependencies map[string]json.RawMessage `json:"dependencies"`
+
+	AllOf []*schema `json:"allOf"`
+	AnyOf []*schema `json:"anyOf"`
+	OneOf []*schema `json:"oneOf"`
+	If    *schema   `json:"if"`
+	Then  *schema   `json:"then"`
+	Else  *schema   `json:"else"`
+}
+
+// UnmarshalJSON decodes a schema object or a boolean schema.
+func (s *schema) UnmarshalJSON(b []byte) error {
+	switch string(b) {
+	case "true":
+		*s = schema{}
+		return nil
+	case "false":
+		*s = schema{never: true}
+		return nil
+	}
+	type plain schema // the fields without this method
+	return json.Unmarshal(b, (*plain)(s))
+}
+
+// members is an object of subschemas (properties, patternProperties) with
+// the order in which the schema declares them, which generated objects
+// follow.
+type members struct {
+	names  []string
+	byName map[string]*schema
+}
+
+// UnmarshalJSON decodes a JSON object of schemas, keeping its member
+// order: encoding/json reads the names and decodes each schema.
+func (m *members) UnmarshalJSON(b []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return errors.New("expected an object of schemas")
+	}
+	m.names, m.byName = nil, map[string]*schema{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		name, _ := tok.(string)
+		var s *schema
+		if err := dec.Decode(&s); err != nil {
+			return err
+		}
+		if _, dup := m.byName[name]; !dup {
+			m.names = append(m.names, name)
+		}
+		m.byName[name] = s
+	}
+	return nil
+}
+
+// get returns the member name; ok is false when the schema has none.
+func (m members) get(name string) (*schema, bool) {
+	s, ok := m.byName[name]
+	return s, ok
+}
+
+// document is a decoded schema document with the indexes $ref needs.
+type document struct {
+	root    *schema
+	byID    map[string]*schema
+	anchors map[string]*schema
+	refs    map[string]*schema // resolved $ref values; nil marks one that does not resolve
+}
+
+// decodeSchema decodes a JSON Schema document and indexes its $id and
+// $anchor names.
+func decodeSchema(raw json.RawMessage) (*document, error) {
+	var root *schema
+	if err := json.Unmarshal(raw, &root); err != nil {
+		return nil, err
+	}
+	if root == nil {
+		return nil, errors.New("schema is null")
+	}
+	d := &document{root: root, byID: map[string]*schema{}, anchors: map[string]*schema{}, refs: map[string]*schema{}}
+	d.index(root, 0)
+	return d, nil
+}
+
+// index records the $id, $anchor and $dynamicAnchor of s and of its
+// children.
+func (d *document) index(s *schema, depth int) {
+	if s == nil || depth > 128 {
+		return
+	}
+	if id, _, _ := strings.Cut(s.ID, "#"); id != "" {
+		d.byID[id] = s
+		if i := strings.LastIndexByte(id, '/'); i >= 0 && i < len(id)-1 {
+			if _, dup := d.byID[id[i+1:]]; !dup {
+				d.byID[id[i+1:]] = s
+			}
+		}
+	}
+	for _, a := range []string{s.Anchor, s.DynamicAnchor} {
+		if _, dup := d.anchors[a]; a != "" && !dup {
+			d.anchors[a] = s
+		}
+	}
+	s.children(func(_ []string, sub *schema) bool {
+		d.index(sub, depth+1)
+		return true
+	})
+}
+
+// children calls yield with each subschema the generator reads and its
+// place under s as JSON Pointer tokens (["items"], ["properties", name]),
+// until yield returns false.
+func (s *schema) children(yield func(at []string, sub *schema) bool) {
+	named := []struct {
+		kw string
+		m  map[string]*schema
+	}{{"$defs", s.Defs}, {"definitions", s.Definitions}, {"properties", s.Properties.byName}, {"patternProperties", s.PatternProperties.byName}}
+	for _, n := range named {
+		for _, name := range slices.Sorted(maps.Keys(n.m)) {
+			if !yield([]string{n.kw, name}, n.m[name]) {
+				return
+			}
+		}
+	}
+	lists := []struct {
+		kw   string
+		subs []*schema
+	}{{"prefixItems", s.PrefixItems}, {"allOf", s.AllOf}, {"anyOf", s.AnyOf}, {"oneOf", s.OneOf}}
+	for _, l := range lists {
+		for i, sub := range l.subs {
+			if !yield([]string{l.kw, strconv.Itoa(i)}, sub) {
+				return
+			}
+		}
+	}
+	ones := []struct {
+		kw  string
+		sub *schema
+	}{{"items", s.Items}, {"contains", s.Contains},
+		{"additionalProperties", s.AdditionalProperties}, {"if", s.If}, {"then", s.Then}, {"else", s.Else}}
+	for _, o := range ones {
+		if o.sub != nil && !yield([]string{o.kw}, o.sub) {
+			return
+		}
+	}
+}
+
+// resolve returns the target of a $ref, or nil: see lookup.
+func (d *document) resolve(ref string) *schema {
+	s, ok := d.refs[ref]
+	if !ok {
+		s = d.lookup(ref)
+		d.refs[ref] = s
+	}
+	return s
+}
+
+// lookup finds the target of a $ref: a local JSON Pointer, an anchor or a
+// subschema's $id. External references and pointers into keywords the
+// generator does not read do not resolve.
+func (d *document) lookup(ref string) *schema {
+	base, frag, _ := strings.Cut(strings.TrimSpace(ref), "#")
+	cur := d.root
+	if base != "" {
+		s, ok := d.byID[base]
+		if !ok {
+			if i := strings.LastIndexByte(base, '/'); i >= 0 {
+				s, ok = d.byID[base[i+1:]]
+			}
+		}
+		if !ok {
+			return nil
+		}
+		cur = s
+	}
+	if frag == "" {
+		return cur
+	}
+	if !strings.HasPrefix(frag, "/") {
+		return d.anchors[frag]
+	}
+	if u, err := url.PathUnescape(frag); err == nil {
+		frag = u
+	}
+	toks := strings.Split(frag[1:], "/")
+	for i := range toks {
+		toks[i] = strings.ReplaceAll(strings.ReplaceAll(toks[i], "~1", "/"), "~0", "~")
+	}
+	for len(toks) > 0 {
+		var next *schema
+		cur.children(func(at []string, sub *schema) bool {
+			if len(at) <= len(toks) && slices.Equal(at, toks[:len(at)]) {
+				next, toks = sub, toks[len(at):]
+				return false
+			}
+			return true
+		})
+		if next == nil {
+			return nil
+		}
+		cur = next
+	}
+	return cur
+}
