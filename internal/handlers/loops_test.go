@@ -26,6 +26,7 @@ import (
 
 	"github.com/sampled/sampled/internal/config"
 	"github.com/sampled/sampled/internal/runs"
+	"github.com/sampled/sampled/internal/runs/memory"
 	"github.com/sampled/sampled/internal/sampler"
 	"github.com/sampled/sampled/internal/tools/mcptest"
 )
@@ -558,7 +559,7 @@ func TestLoopEvents(t *testing.T) {
 		// behind ends (runs.ErrSlow) so that it resumes by id; for a
 		// streaming POST that must not cancel the loop.
 		p := &script{calls: 0, gate: make(chan struct{})}
-		lt := newLoopTest(t, stackOptions{extra: []sampler.Provider{p}, runs: runs.MemoryOptions{Buffer: 2}}, "")
+		lt := newLoopTest(t, stackOptions{extra: []sampler.Provider{p}, runs: memory.Options{Buffer: 2}}, "")
 		resp := lt.do(context.Background(), http.MethodPost, "/v1/loops", `{"prompt":"go","model":"script/m"}`, "Accept", "text/event-stream")
 		defer resp.Body.Close()
 		br := bufio.NewReader(resp.Body)
@@ -577,7 +578,7 @@ func TestLoopEvents(t *testing.T) {
 		// subscription overflows.
 		blob, _ := json.Marshal(strings.Repeat("x", 256<<10))
 		for range 64 {
-			if _, err := lt.runs.Append(context.Background(), id, "filler", blob, false); err != nil {
+			if _, err := lt.runs.Append(context.Background(), id, "filler", blob); err != nil {
 				t.Fatalf("%v: the loop ended (%s) when its stream was dropped", err, lt.status(id))
 			}
 		}
@@ -783,7 +784,13 @@ func BenchmarkSSEFanout1000(b *testing.B) {
 		for e := range events {
 			<-tick.C
 			data := []byte(`{"t":` + strconv.FormatInt(time.Now().UnixNano(), 10) + `}`)
-			if _, err := s.runs.Append(context.Background(), id, "bench", data, e == events-1); err != nil {
+			publish := s.runs.Append
+			if e == events-1 {
+				publish = func(ctx context.Context, id, name string, data json.RawMessage) (runs.Event, error) {
+					return s.runs.Finish(ctx, id, name, data, nil)
+				}
+			}
+			if _, err := publish(context.Background(), id, "bench", data); err != nil {
 				b.Fatal(err)
 			}
 		}
