@@ -38,15 +38,12 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 	h.Set("Content-Type", "text/event-stream")
 	h.Set("Cache-Control", "no-store")
 	h.Set("X-Accel-Buffering", "no")
-	st := &stream{w: w, rc: http.NewResponseController(w), timeout: s.heartbeat}
-	// A stream lasts as long as its run. A server's read deadline would
-	// end the request's context, its write deadline the stream: st sets
-	// one for each write instead.
-	if err := st.rc.SetReadDeadline(time.Time{}); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		return true
-	}
+	st := &stream{w: w, rc: http.NewResponseController(w), timeout: s.heartbeat, http2: r.ProtoMajor >= 2}
+	// A stream lasts as long as its run: st replaces the server's write
+	// deadline with one per write. (net/http clears the read deadline once
+	// the request's body is read.)
 	w.WriteHeader(http.StatusOK)
-	if st.send() != nil {
+	if st.send(false) != nil {
 		return true
 	}
 	s.metrics.SSESubscribers.Inc()
@@ -76,7 +73,7 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 						break gather
 					}
 				}
-				if st.send() != nil {
+				if st.send(!open) != nil {
 					return true
 				}
 				wrote = true
@@ -89,7 +86,7 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 		case <-beat.C:
 			if !wrote {
 				st.comment("heartbeat")
-				if st.send() != nil {
+				if st.send(false) != nil {
 					return true
 				}
 			}
@@ -103,7 +100,8 @@ type stream struct {
 	w       http.ResponseWriter
 	rc      *http.ResponseController
 	timeout time.Duration // how long a write may wait for the client
-	buf     bytes.Buffer  // what the next send writes
+	http2   bool
+	buf     bytes.Buffer // what the next send writes
 }
 
 // event adds a run event to the buffer as an SSE message.
@@ -120,23 +118,29 @@ func (st *stream) comment(text string) {
 	_, _ = m.WriteTo(&st.buf)
 }
 
-// send writes the buffer and flushes it to the client. A client that
-// accepts none of it for st.timeout is cut: the write fails, and so does
-// every later one on that response.
-func (st *stream) send() error {
+// send writes the buffer and flushes it to the client, unless the stream
+// ends with it. A client that accepts none of it for st.timeout is cut: the
+// write fails, and so does every later one on that response.
+//
+// Over HTTP/1 the last bytes of a stream are not flushed here: net/http
+// writes them with the end of the response, in one system call, under the
+// deadline set here, and clears the connection's deadline once the
+// response is done. A deadline that passes between writes does nothing
+// there. Over HTTP/2 it would reset the stream, so it is cleared after
+// each write, and every write is flushed.
+func (st *stream) send(end bool) error {
 	if err := st.rc.SetWriteDeadline(time.Now().Add(st.timeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
 		return err
 	}
 	_, err := st.w.Write(st.buf.Bytes())
 	st.buf.Reset()
-	if err == nil {
+	if err == nil && (!end || st.http2) {
 		err = st.rc.Flush()
 	}
-	// No deadline between writes: over HTTP/2 one that passes resets the
-	// stream even when nothing is being written, and over HTTP/1 it would
-	// outlive the response on a kept-alive connection.
-	if cerr := st.rc.SetWriteDeadline(time.Time{}); err == nil && cerr != nil && !errors.Is(cerr, http.ErrNotSupported) {
-		err = cerr
+	if st.http2 {
+		if cerr := st.rc.SetWriteDeadline(time.Time{}); err == nil && cerr != nil {
+			err = cerr
+		}
 	}
 	return err
 }
