@@ -102,6 +102,8 @@ type stream struct {
 	timeout time.Duration // how long a write may wait for the client
 	http2   bool
 	buf     bytes.Buffer // what the next send writes
+
+	deadline time.Time // the write deadline set last
 }
 
 // event adds a run event to the buffer as an SSE message.
@@ -119,18 +121,23 @@ func (st *stream) comment(text string) {
 }
 
 // send writes the buffer and flushes it to the client, unless the stream
-// ends with it. A client that accepts none of it for st.timeout is cut: the
-// write fails, and so does every later one on that response.
+// ends with it. A client that accepts none of it for st.timeout (at most
+// an eighth more) is cut: the write fails, and so does every later one on
+// that response.
 //
 // Over HTTP/1 the last bytes of a stream are not flushed here: net/http
 // writes them with the end of the response, in one system call, under the
 // deadline set here, and clears the connection's deadline once the
 // response is done. A deadline that passes between writes does nothing
-// there. Over HTTP/2 it would reset the stream, so it is cleared after
-// each write, and every write is flushed.
+// there, so it is moved only when less than st.timeout is left: most
+// writes set none. Over HTTP/2 it would reset the stream, so it is set
+// before each write and cleared after it, and every write is flushed.
 func (st *stream) send(end bool) error {
-	if err := st.rc.SetWriteDeadline(time.Now().Add(st.timeout)); err != nil && !errors.Is(err, http.ErrNotSupported) {
-		return err
+	if now := time.Now(); st.http2 || st.deadline.Sub(now) < st.timeout {
+		st.deadline = now.Add(st.timeout + st.timeout/8)
+		if err := st.rc.SetWriteDeadline(st.deadline); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			return err
+		}
 	}
 	_, err := st.w.Write(st.buf.Bytes())
 	st.buf.Reset()
