@@ -513,7 +513,8 @@ func TestLoopEvents(t *testing.T) {
 
 	t.Run("DELETE right after the terminal event is 409", func(t *testing.T) {
 		// Once a client has read loop.completed, the run is no longer
-		// cancellable: the engine forgets it before that event.
+		// cancellable: the store records that event and the end of the run
+		// in one step (runs.Store.Finish).
 		lt := newLoopTest(t, stackOptions{}, "")
 		for range 20 {
 			id := lt.start(calcPrompt)
