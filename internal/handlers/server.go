@@ -62,6 +62,7 @@ type server struct {
 	runs           Runs
 	tools          Tools
 	heartbeat      time.Duration
+	frames         frameCache // SSE encodings shared by event streams
 }
 
 // New returns the service's HTTP handler.
