@@ -123,6 +123,11 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 	// client went away (ctx ended), or a heartbeat failed.
 	mu.Lock()
 	defer mu.Unlock()
+	if !ended && !failed {
+		// Nothing left to write: the end of the response goes out within
+		// a fresh deadline too.
+		_ = st.send(nil, true)
+	}
 	return failed || ctx.Err() != nil
 }
 
