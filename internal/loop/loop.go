@@ -121,6 +121,7 @@ type Snapshot struct {
 // the Engine closes, or by its own limits.
 type Engine struct {
 	o       Options
+	mu      sync.Mutex      // orders Start's wg.Add before Close's wg.Wait
 	closing context.Context // ended by Close
 	close   context.CancelFunc
 	wg      sync.WaitGroup
@@ -154,6 +155,9 @@ func New(o Options) *Engine {
 	return e
 }
 
+// ErrClosed is the error of Start after Close.
+var ErrClosed = errors.New("loop: engine closed")
+
 // errCancelled is the cause of a loop cancelled through the store or by
 // Close.
 var errCancelled = errors.New("loop cancelled")
@@ -165,6 +169,13 @@ func (e *Engine) Start(ctx context.Context, spec Spec) (string, error) {
 	if err := e.check(&spec); err != nil {
 		return "", err
 	}
+	e.mu.Lock()
+	if e.closing.Err() != nil {
+		e.mu.Unlock()
+		return "", ErrClosed
+	}
+	e.wg.Add(1)
+	e.mu.Unlock()
 	id := newID("loop_")
 	trace := newID("")
 	defs, names := []sampler.Tool(nil), []string{}
@@ -178,12 +189,12 @@ func (e *Engine) Start(ctx context.Context, spec Spec) (string, error) {
 		TimeoutMs: spec.Timeout.Milliseconds(), Messages: spec.Messages, CreatedAt: time.Now().UTC()}
 	b, _ := json.Marshal(snap)
 	if err := e.o.Store.Create(ctx, id, b); err != nil {
+		e.wg.Done()
 		return "", fmt.Errorf("loop: create run: %w", err)
 	}
 	lctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	stopCtx := context.AfterFunc(ctx, func() { cancel(errCancelled) })
 	stopClosing := context.AfterFunc(e.closing, func() { cancel(errCancelled) })
-	e.wg.Add(1)
 	e.o.Metrics.LoopsActive.Inc()
 	go func() {
 		defer e.wg.Done()
@@ -198,10 +209,12 @@ func (e *Engine) Start(ctx context.Context, spec Spec) (string, error) {
 }
 
 // Close cancels every running loop and waits for them to finish: each
-// records its terminal event (status cancelled) in the store. It is safe to
-// call more than once and concurrently.
+// records its terminal event (status cancelled) in the store. Start then
+// gives ErrClosed. It is safe to call more than once and concurrently.
 func (e *Engine) Close() {
+	e.mu.Lock()
 	e.close()
+	e.mu.Unlock()
 	e.wg.Wait()
 }
 

@@ -599,6 +599,9 @@ func TestCloseCancelsRunningLoops(t *testing.T) {
 	}
 	checkCancelled(t, w.all(), marker)
 	e.Close() // again: nothing to do
+	if _, err := e.Start(context.Background(), loop.Spec{Messages: prompt("Too late.")}); !errors.Is(err, loop.ErrClosed) {
+		t.Errorf("Start after Close = %v, want loop.ErrClosed", err)
+	}
 }
 
 // TestDyingServer has the model call a tool that kills its MCP server, then
