@@ -197,6 +197,9 @@ func loopError(id string, err error) error {
 	case errors.Is(err, runs.ErrFinished):
 		return &bodyError{status: http.StatusConflict, slug: "loop-finished", title: "Loop already finished",
 			detail: "loop " + id + " is no longer running"}
+	case errors.Is(err, runs.ErrClosed):
+		return &bodyError{status: http.StatusServiceUnavailable, slug: "not-ready", title: "Not ready",
+			detail: "the service is shutting down; try again"}
 	case errors.Is(err, runs.ErrExpired):
 		return &bodyError{status: http.StatusGone, slug: "events-expired", title: "Events no longer retained",
 			detail: "the events after this id are no longer kept; read the run with GET /v1/loops/" + id}

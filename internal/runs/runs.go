@@ -97,9 +97,9 @@ type Store interface {
 	// when ctx ends, and the channel then never closes).
 	Cancelled(ctx context.Context, id string) (<-chan struct{}, error)
 	// Close ends every subscription (Err gives ErrClosed) and releases what
-	// the store holds. Subscriptions made after Close deliver their replay
-	// and end at once, with ErrClosed, so that nothing waits on a closed
-	// store. Close is idempotent.
+	// the store holds. Nothing waits on a closed store: Subscribe then
+	// gives ErrClosed, or a subscription that delivers at most its replay
+	// and ends with ErrClosed. Close is idempotent.
 	Close() error
 }
 
