@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -910,4 +911,34 @@ func (c *timedConn) Write(p []byte) (int, error) {
 		c.record(d)
 	}
 	return n, err
+}
+
+// TestLoopError: each error of a run store has its status and problem type;
+// others pass through.
+func TestLoopError(t *testing.T) {
+	other := errors.New("boom")
+	tests := []struct {
+		err        error
+		wantStatus int
+		wantSlug   string
+	}{
+		{fmt.Errorf("x: %w", runs.ErrNotFound), http.StatusNotFound, "loop-not-found"},
+		{fmt.Errorf("x: %w", runs.ErrFinished), http.StatusConflict, "loop-finished"},
+		{fmt.Errorf("x: %w", runs.ErrExpired), http.StatusGone, "events-expired"},
+		{fmt.Errorf("x: %w", runs.ErrClosed), http.StatusServiceUnavailable, "not-ready"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.wantSlug, func(t *testing.T) {
+			var be *bodyError
+			if !errors.As(loopError("loop_x", tt.err), &be) {
+				t.Fatalf("loopError(%v) is no bodyError", tt.err)
+			}
+			if diff := cmp.Diff([]any{tt.wantStatus, tt.wantSlug}, []any{be.status, be.slug}); diff != "" {
+				t.Errorf("status, slug (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if got := loopError("loop_x", other); got != other {
+		t.Errorf("loopError(%v) = %v, want it unchanged", other, got)
+	}
 }
