@@ -80,12 +80,16 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		Handler:           a.Handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       time.Minute,
-		// Long enough for a guaranteed helper's attempts; SSE streams clear
-		// their own write deadline.
+		// Long enough for a guaranteed helper's attempts; SSE streams set
+		// their own deadlines.
 		WriteTimeout: 15 * time.Minute,
 		IdleTimeout:  120 * time.Second,
 		BaseContext:  func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 	}
+	// At shutdown the running loops are cancelled and record their
+	// terminal events, which their streams write before they end; the run
+	// store's closing ends the other streams. Shutdown waits for them.
+	srv.RegisterOnShutdown(a.Drain)
 	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr())
 	log.Info("listening", "addr", ln.Addr().String(), "models", len(a.Catalog.Models()), "default", a.Catalog.Default().ID())
 
@@ -99,17 +103,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	log.Info("shutting down: draining in-flight requests")
 	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
 	defer cancel()
-	shut := make(chan error, 1)
-	go func() { shut <- srv.Shutdown(sctx) }()
-	// Running loops are cancelled and publish their terminal events; then
-	// every event stream ends, so Shutdown is not held up by them, and its
-	// last bytes reach its client before the process exits.
-	drained := a.Drain(sctx)
-	if err := <-shut; err != nil {
+	if err := srv.Shutdown(sctx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
-	}
-	if drained != nil {
-		return fmt.Errorf("shutdown: event streams: %w", drained)
 	}
 	if err := <-errc; err != nil && !errors.Is(err, http.ErrServerClosed) {
 		return err

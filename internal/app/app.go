@@ -18,6 +18,7 @@ import (
 	"github.com/sampled/sampled/internal/loop"
 	"github.com/sampled/sampled/internal/metrics"
 	"github.com/sampled/sampled/internal/runs"
+	"github.com/sampled/sampled/internal/runs/memory"
 	"github.com/sampled/sampled/internal/sampler"
 	"github.com/sampled/sampled/internal/tools"
 )
@@ -40,14 +41,10 @@ type App struct {
 	// Catalog lists the configured models.
 	Catalog *sampler.Catalog
 
-	engine  *loop.Engine
-	store   *runs.Memory
-	tools   *tools.Registry
-	streams *handlers.Streams
+	engine *loop.Engine
+	store  runs.Store
+	tools  *tools.Registry
 }
-
-// closeGrace bounds how long Close lets event streams write what they hold.
-const closeGrace = 5 * time.Second
 
 // New reads the configuration and builds the service. ctx bounds the MCP
 // connections made at start-up.
@@ -90,7 +87,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tools: %w", err)
 	}
-	a := &App{Catalog: cat, tools: toolReg, store: runs.NewMemory(runs.MemoryOptions{}), streams: handlers.NewStreams()}
+	a := &App{Catalog: cat, tools: toolReg, store: memory.New(memory.Options{})}
 	a.engine = loop.New(loop.Options{Sampler: svc, Tools: toolReg, Store: a.store, Metrics: m, Logger: o.Logger})
 	a.Handler = handlers.New(handlers.Config{
 		Sampler:      svc,
@@ -102,31 +99,26 @@ func New(ctx context.Context, o Options) (*App, error) {
 		Runs:         a.store,
 		Tools:        toolReg,
 		Ready:        func(context.Context) error { return toolReg.Ready() },
-		Streams:      a.streams,
 	})
 	return a, nil
 }
 
 // Runs is the store of loop runs and their event logs; the benchmark
 // command publishes into it directly.
-func (a *App) Runs() *runs.Memory { return a.store }
+func (a *App) Runs() runs.Store { return a.store }
 
-// Drain cancels running loops, which publish their terminal events, ends
-// every event stream and waits until the streams have written what they
-// hold. Event streams write to their own connections, which an HTTP
-// shutdown does not wait for. When ctx ends first, Drain closes the
-// connections of the streams left and returns ctx's error.
-func (a *App) Drain(ctx context.Context) error {
+// Drain cancels the running loops and waits until each has recorded its
+// terminal event, which every event stream of the loop then writes before
+// it ends; then it closes the run store, which ends the other streams. An
+// http.Server's Shutdown, which waits for those streams, calls it through
+// RegisterOnShutdown. It is safe to call more than once and concurrently.
+func (a *App) Drain() {
 	a.engine.Close()
-	a.store.Close()
-	return a.streams.Wait(ctx)
+	_ = a.store.Close()
 }
 
-// Close drains, giving event streams closeGrace to end, and disconnects
-// from the MCP servers.
+// Close drains and disconnects from the MCP servers.
 func (a *App) Close() error {
-	ctx, cancel := context.WithTimeout(context.Background(), closeGrace)
-	defer cancel()
-	_ = a.Drain(ctx)
+	a.Drain()
 	return a.tools.Close()
 }

@@ -28,7 +28,7 @@ import (
 	sse "github.com/tmaxmax/go-sse"
 
 	"github.com/sampled/sampled/api"
-	"github.com/sampled/sampled/internal/runs"
+	"github.com/sampled/sampled/internal/runs/memory"
 	"github.com/sampled/sampled/internal/sampler"
 )
 
@@ -389,7 +389,7 @@ func TestResponsesMatchSpec(t *testing.T) {
 	notReady := newTestServer(t, func(c *Config) {
 		c.Ready = func(ctx context.Context) error { return errors.New("provider offline: unreachable") }
 	})
-	shortLog := startStackWith(t, stackOptions{runs: runs.MemoryOptions{MaxEvents: 3}}).srv
+	shortLog := startStackWith(t, stackOptions{runs: memory.Options{MaxEvents: 3}}).srv
 	// loops holds the ids of the loops cases started, by saveLoop name.
 	loops := map[string]string{}
 

@@ -19,16 +19,17 @@ import (
 	"github.com/sampled/sampled/internal/tools"
 )
 
-// Loops starts and cancels loop runs.
+// Loops starts loop runs.
 type Loops interface {
 	Start(ctx context.Context, spec loop.Spec) (string, error)
-	Cancel(id string) bool
 }
 
-// Runs reads runs and follows their event logs.
+// Runs reads runs, follows their event logs and asks for their
+// cancellation (see runs.Store).
 type Runs interface {
 	Snapshot(ctx context.Context, id string) (json.RawMessage, error)
-	Subscribe(ctx context.Context, id string, after int64) (*runs.Subscription, error)
+	Subscribe(ctx context.Context, id string, after int64) (runs.Subscription, error)
+	Cancel(ctx context.Context, id string) error
 }
 
 // Tools lists the tools loops may use and their servers.
@@ -104,14 +105,16 @@ func (s *server) handleStartLoop(w http.ResponseWriter, r *http.Request) {
 	// stream does when its client fell too far behind and must resume by id.
 	id, err := s.loops.Start(context.WithoutCancel(r.Context()), spec)
 	if err != nil {
-		s.writeError(w, r, err)
+		s.writeError(w, r, loopError("", err))
 		return
 	}
 	addLog(r.Context(), slog.String("loopId", id))
 	if acceptsEventStream(r) {
 		// A streaming client that goes away cancels the loop it started.
 		if s.streamEvents(w, r, id, 0) {
-			s.loops.Cancel(id)
+			if err := s.runs.Cancel(context.WithoutCancel(r.Context()), id); err != nil && !errors.Is(err, runs.ErrFinished) {
+				s.log.Error("cancel the loop of a streaming client gone", "loopId", id, "error", err)
+			}
 		}
 		return
 	}
@@ -146,13 +149,8 @@ func (s *server) handleGetLoop(w http.ResponseWriter, r *http.Request) {
 
 func (s *server) handleCancelLoop(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
-	if _, err := s.runs.Snapshot(r.Context(), id); err != nil {
+	if err := s.runs.Cancel(r.Context(), id); err != nil {
 		s.writeError(w, r, loopError(id, err))
-		return
-	}
-	if !s.loops.Cancel(id) {
-		s.writeProblem(w, r, Problem{Type: problemBase + "loop-finished", Title: "Loop already finished", Status: http.StatusConflict,
-			Detail: "loop " + id + " is no longer running"})
 		return
 	}
 	s.writeJSON(w, http.StatusAccepted, map[string]any{"id": id, "status": "cancelling", "links": links(id)})
@@ -190,6 +188,12 @@ func loopError(id string, err error) error {
 	case errors.Is(err, runs.ErrNotFound):
 		return &bodyError{status: http.StatusNotFound, slug: "loop-not-found", title: "Loop not found",
 			detail: "no loop " + id + " (finished loops expire)"}
+	case errors.Is(err, runs.ErrFinished):
+		return &bodyError{status: http.StatusConflict, slug: "loop-finished", title: "Loop already finished",
+			detail: "loop " + id + " is no longer running"}
+	case errors.Is(err, runs.ErrClosed), errors.Is(err, loop.ErrClosed):
+		return &bodyError{status: http.StatusServiceUnavailable, slug: "not-ready", title: "Not ready",
+			detail: "the service is shutting down; try again"}
 	case errors.Is(err, runs.ErrExpired):
 		return &bodyError{status: http.StatusGone, slug: "events-expired", title: "Events no longer retained",
 			detail: "the events after this id are no longer kept; read the run with GET /v1/loops/" + id}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -25,7 +26,9 @@ import (
 	sse "github.com/tmaxmax/go-sse"
 
 	"github.com/sampled/sampled/internal/config"
+	"github.com/sampled/sampled/internal/loop"
 	"github.com/sampled/sampled/internal/runs"
+	"github.com/sampled/sampled/internal/runs/memory"
 	"github.com/sampled/sampled/internal/sampler"
 	"github.com/sampled/sampled/internal/tools/mcptest"
 )
@@ -512,7 +515,8 @@ func TestLoopEvents(t *testing.T) {
 
 	t.Run("DELETE right after the terminal event is 409", func(t *testing.T) {
 		// Once a client has read loop.completed, the run is no longer
-		// cancellable: the engine forgets it before that event.
+		// cancellable: the store records that event and the end of the run
+		// in one step (runs.Store.Finish).
 		lt := newLoopTest(t, stackOptions{}, "")
 		for range 20 {
 			id := lt.start(calcPrompt)
@@ -558,7 +562,7 @@ func TestLoopEvents(t *testing.T) {
 		// behind ends (runs.ErrSlow) so that it resumes by id; for a
 		// streaming POST that must not cancel the loop.
 		p := &script{calls: 0, gate: make(chan struct{})}
-		lt := newLoopTest(t, stackOptions{extra: []sampler.Provider{p}, runs: runs.MemoryOptions{Buffer: 2}}, "")
+		lt := newLoopTest(t, stackOptions{extra: []sampler.Provider{p}, runs: memory.Options{Buffer: 2}}, "")
 		resp := lt.do(context.Background(), http.MethodPost, "/v1/loops", `{"prompt":"go","model":"script/m"}`, "Accept", "text/event-stream")
 		defer resp.Body.Close()
 		br := bufio.NewReader(resp.Body)
@@ -577,7 +581,7 @@ func TestLoopEvents(t *testing.T) {
 		// subscription overflows.
 		blob, _ := json.Marshal(strings.Repeat("x", 256<<10))
 		for range 64 {
-			if _, err := lt.runs.Append(context.Background(), id, "filler", blob, false); err != nil {
+			if _, err := lt.runs.Append(context.Background(), id, "filler", blob); err != nil {
 				t.Fatalf("%v: the loop ended (%s) when its stream was dropped", err, lt.status(id))
 			}
 		}
@@ -783,7 +787,13 @@ func BenchmarkSSEFanout1000(b *testing.B) {
 		for e := range events {
 			<-tick.C
 			data := []byte(`{"t":` + strconv.FormatInt(time.Now().UnixNano(), 10) + `}`)
-			if _, err := s.runs.Append(context.Background(), id, "bench", data, e == events-1); err != nil {
+			publish := s.runs.Append
+			if e == events-1 {
+				publish = func(ctx context.Context, id, name string, data json.RawMessage) (runs.Event, error) {
+					return s.runs.Finish(ctx, id, name, data, nil)
+				}
+			}
+			if _, err := publish(context.Background(), id, "bench", data); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -902,4 +912,35 @@ func (c *timedConn) Write(p []byte) (int, error) {
 		c.record(d)
 	}
 	return n, err
+}
+
+// TestLoopError: each error of a run store has its status and problem type;
+// others pass through.
+func TestLoopError(t *testing.T) {
+	other := errors.New("boom")
+	tests := []struct {
+		err        error
+		wantStatus int
+		wantSlug   string
+	}{
+		{fmt.Errorf("x: %w", runs.ErrNotFound), http.StatusNotFound, "loop-not-found"},
+		{fmt.Errorf("x: %w", runs.ErrFinished), http.StatusConflict, "loop-finished"},
+		{fmt.Errorf("x: %w", runs.ErrExpired), http.StatusGone, "events-expired"},
+		{fmt.Errorf("x: %w", runs.ErrClosed), http.StatusServiceUnavailable, "not-ready"},
+		{fmt.Errorf("x: %w", loop.ErrClosed), http.StatusServiceUnavailable, "not-ready"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.err.Error(), func(t *testing.T) {
+			var be *bodyError
+			if !errors.As(loopError("loop_x", tt.err), &be) {
+				t.Fatalf("loopError(%v) is no bodyError", tt.err)
+			}
+			if diff := cmp.Diff([]any{tt.wantStatus, tt.wantSlug}, []any{be.status, be.slug}); diff != "" {
+				t.Errorf("status, slug (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if got := loopError("loop_x", other); got != other {
+		t.Errorf("loopError(%v) = %v, want it unchanged", other, got)
+	}
 }

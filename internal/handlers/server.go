@@ -46,11 +46,9 @@ type Config struct {
 	Loops Loops
 	Runs  Runs
 	Tools Tools
-	// Heartbeat is the interval of SSE comments on idle streams; 0 means 15 s.
+	// Heartbeat is the interval of SSE comments on idle streams, and how
+	// long a stream's write may wait for its client; 0 means 15 s.
 	Heartbeat time.Duration
-	// Streams, if set, keeps account of the event streams, which a shutdown
-	// waits for with Streams.Wait.
-	Streams *Streams
 }
 
 // DefaultMaxBodyBytes bounds request bodies unless Config says otherwise.
@@ -68,16 +66,13 @@ type server struct {
 	runs           Runs
 	tools          Tools
 	heartbeat      time.Duration
-	streams        *Streams
+	frames         frameCache // SSE encodings shared by event streams
 }
 
 // New returns the service's HTTP handler.
 func New(c Config) http.Handler {
 	s := &server{mux: chi.NewRouter(), sampler: c.Sampler, metrics: c.Metrics, log: c.Logger, maxBody: c.MaxBodyBytes, ready: c.Ready,
-		loops: c.Loops, runs: c.Runs, tools: c.Tools, heartbeat: c.Heartbeat, streams: c.Streams}
-	if s.streams == nil {
-		s.streams = NewStreams()
-	}
+		loops: c.Loops, runs: c.Runs, tools: c.Tools, heartbeat: c.Heartbeat}
 	if s.heartbeat <= 0 {
 		s.heartbeat = 15 * time.Second
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/sampled/sampled/internal/loop"
 	"github.com/sampled/sampled/internal/metrics"
 	"github.com/sampled/sampled/internal/retry"
-	"github.com/sampled/sampled/internal/runs"
+	"github.com/sampled/sampled/internal/runs/memory"
 	"github.com/sampled/sampled/internal/sampler"
 	"github.com/sampled/sampled/internal/sampler/offline"
 	"github.com/sampled/sampled/internal/tools"
@@ -28,9 +28,8 @@ type stack struct {
 	metrics *metrics.Metrics
 	reg     *prometheus.Registry
 	tools   *tools.Registry
-	runs    *runs.Memory
+	runs    *memory.Store
 	loops   *loop.Engine
-	streams *Streams
 }
 
 type stackOptions struct {
@@ -39,7 +38,7 @@ type stackOptions struct {
 	servers   map[string]config.MCPServer
 	heartbeat time.Duration
 	loop      loop.Options
-	runs      runs.MemoryOptions
+	runs      memory.Options
 	upstream  retry.Upstream
 	// writeTimeout and readTimeout, if set, are the server's WriteTimeout
 	// and ReadTimeout.
@@ -47,6 +46,8 @@ type stackOptions struct {
 	cfg                       func(*Config)
 	// listener, if set, wraps the server's listener (for measurements).
 	listener func(net.Listener) net.Listener
+	// http2 serves HTTP/2 over TLS; s.srv.Client() speaks it.
+	http2 bool
 }
 
 func startStack(t testing.TB, maxBody int64, extra ...sampler.Provider) *stack {
@@ -77,13 +78,12 @@ func startStackWith(t testing.TB, o stackOptions) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.runs = runs.NewMemory(o.runs)
+	s.runs = memory.New(o.runs)
 	lo := o.loop
 	lo.Sampler, lo.Tools, lo.Store, lo.Metrics = svc, s.tools, s.runs, s.metrics
 	s.loops = loop.New(lo)
-	s.streams = NewStreams()
 	c := Config{Sampler: svc, Metrics: s.metrics, Gatherer: s.reg, MaxBodyBytes: o.maxBody, Loops: s.loops, Runs: s.runs,
-		Tools: s.tools, Heartbeat: o.heartbeat, Streams: s.streams, Ready: func(context.Context) error { return s.tools.Ready() }}
+		Tools: s.tools, Heartbeat: o.heartbeat, Ready: func(context.Context) error { return s.tools.Ready() }}
 	if o.cfg != nil {
 		o.cfg(&c)
 	}
@@ -92,17 +92,20 @@ func startStackWith(t testing.TB, o stackOptions) *stack {
 		s.srv.Listener = o.listener(s.srv.Listener)
 	}
 	s.srv.Config.WriteTimeout, s.srv.Config.ReadTimeout = o.writeTimeout, o.readTimeout
-	s.srv.Start()
+	if o.http2 {
+		s.srv.EnableHTTP2 = true
+		s.srv.StartTLS()
+	} else {
+		s.srv.Start()
+	}
 	s.url = s.srv.URL
 	t.Cleanup(func() {
-		s.srv.Close()
+		// As at shutdown: the loops end with their terminal events, the
+		// store's closing ends the other streams, and then the server has
+		// no request left to wait for.
 		s.loops.Close()
-		s.runs.Close()
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := s.streams.Wait(ctx); err != nil {
-			t.Errorf("event streams still open after the run store closed: %v", err)
-		}
+		_ = s.runs.Close()
+		s.srv.Close()
 		_ = s.tools.Close()
 	})
 	return s

@@ -70,7 +70,7 @@ func BenchmarkIteration(b *testing.B) {
 		}
 		var end runs.Event
 		for ev := range sub.Events() {
-			end = *ev
+			end = ev
 		}
 		sub.Close()
 		if end.Name != loop.EventLoopCompleted {

@@ -56,11 +56,14 @@ type ToolSource interface {
 	Call(ctx context.Context, name string, args json.RawMessage) (*tools.Result, error)
 }
 
-// Store keeps runs and their event logs.
+// Store keeps runs and their event logs, and tells a running loop when it
+// is asked to cancel (see runs.Store).
 type Store interface {
 	Create(ctx context.Context, id string, snapshot json.RawMessage) error
 	SetSnapshot(ctx context.Context, id string, snapshot json.RawMessage) error
-	Append(ctx context.Context, id, name string, data json.RawMessage, terminal bool) (runs.Event, error)
+	Append(ctx context.Context, id, name string, data json.RawMessage) (runs.Event, error)
+	Finish(ctx context.Context, id, name string, data, snapshot json.RawMessage) (runs.Event, error)
+	Cancelled(ctx context.Context, id string) (<-chan struct{}, error)
 }
 
 // Options configure an Engine. Zero values mean the documented defaults.
@@ -122,12 +125,14 @@ type Snapshot struct {
 	FinishedAt    *time.Time        `json:"finishedAt,omitempty"`
 }
 
-// Engine starts and cancels loop runs.
+// Engine runs loops. A loop stops when it is cancelled through the Store
+// (runs.Store.Cancel, from this process or another sharing the store), when
+// the Engine closes, or by its own limits.
 type Engine struct {
-	o  Options
-	mu sync.Mutex
-	// cancels holds the cancel function of every running loop.
-	cancels map[string]context.CancelCauseFunc
+	o       Options
+	mu      sync.Mutex      // orders Start's wg.Add before Close's wg.Wait
+	closing context.Context // ended by Close
+	close   context.CancelFunc
 	wg      sync.WaitGroup
 }
 
@@ -151,20 +156,33 @@ func New(o Options) *Engine {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Engine{o: o, cancels: map[string]context.CancelCauseFunc{}}
+	e := &Engine{o: o}
+	e.closing, e.close = context.WithCancel(context.Background())
+	return e
 }
 
-// errCancelled is the cause of a loop cancelled by Cancel or Close.
+// ErrClosed is the error of Start after Close.
+var ErrClosed = errors.New("loop: engine closed")
+
+// errCancelled is the cause of a loop cancelled through the store or by
+// Close.
 var errCancelled = errors.New("loop cancelled")
 
 // Start checks spec, creates the run and runs the loop in the background.
-// The loop ends when ctx ends (a streaming client that went away), on
-// Cancel, or by its own limits.
+// The loop ends when ctx ends, when it is cancelled through the store, on
+// Close, or by its own limits.
 func (e *Engine) Start(ctx context.Context, spec Spec) (string, error) {
 	lim, err := e.check(&spec)
 	if err != nil {
 		return "", err
 	}
+	e.mu.Lock()
+	if e.closing.Err() != nil {
+		e.mu.Unlock()
+		return "", ErrClosed
+	}
+	e.wg.Add(1)
+	e.mu.Unlock()
 	id := newID("loop_")
 	trace := newID("")
 	defs, names := []sampler.Tool(nil), []string{}
@@ -178,51 +196,31 @@ func (e *Engine) Start(ctx context.Context, spec Spec) (string, error) {
 		TimeoutMs: lim.timeout.Milliseconds(), Messages: spec.Messages, CreatedAt: time.Now().UTC()}
 	b, _ := json.Marshal(snap)
 	if err := e.o.Store.Create(ctx, id, b); err != nil {
+		e.wg.Done()
 		return "", fmt.Errorf("loop: create run: %w", err)
 	}
 	lctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
-	stop := context.AfterFunc(ctx, func() { cancel(errCancelled) })
-	e.mu.Lock()
-	e.cancels[id] = cancel
-	e.mu.Unlock()
-	e.wg.Add(1)
+	stopCtx := context.AfterFunc(ctx, func() { cancel(errCancelled) })
+	stopClosing := context.AfterFunc(e.closing, func() { cancel(errCancelled) })
 	e.o.Metrics.LoopsActive.Inc()
 	go func() {
 		defer e.wg.Done()
 		defer e.o.Metrics.LoopsActive.Dec()
-		defer stop()
+		defer stopClosing()
+		defer stopCtx()
 		defer cancel(nil)
 		r := &run{e: e, id: id, spec: spec, lim: lim, defs: defs, snap: snap, log: e.o.Logger.With("loopId", id, "traceId", trace)}
-		r.run(lctx)
+		r.run(lctx, cancel)
 	}()
 	return id, nil
 }
 
-// forget removes a finished run from the running ones.
-func (e *Engine) forget(id string) {
-	e.mu.Lock()
-	delete(e.cancels, id)
-	e.mu.Unlock()
-}
-
-// Cancel stops a running loop: its model call and every running tool call
-// are cancelled. It reports whether the loop was running.
-func (e *Engine) Cancel(id string) bool {
-	e.mu.Lock()
-	cancel, ok := e.cancels[id]
-	e.mu.Unlock()
-	if ok {
-		cancel(errCancelled)
-	}
-	return ok
-}
-
-// Close cancels every running loop and waits for them to finish.
+// Close cancels every running loop and waits for them to finish: each
+// records its terminal event (status cancelled) in the store. Start then
+// gives ErrClosed. It is safe to call more than once and concurrently.
 func (e *Engine) Close() {
 	e.mu.Lock()
-	for _, cancel := range e.cancels {
-		cancel(errCancelled)
-	}
+	e.close()
 	e.mu.Unlock()
 	e.wg.Wait()
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/sampled/sampled/internal/loop"
 	"github.com/sampled/sampled/internal/metrics"
 	"github.com/sampled/sampled/internal/runs"
+	"github.com/sampled/sampled/internal/runs/memory"
 	"github.com/sampled/sampled/internal/sampler"
 	"github.com/sampled/sampled/internal/tools"
 	"github.com/sampled/sampled/internal/tools/mcptest"
@@ -509,7 +510,7 @@ func TestToolTimeout(t *testing.T) {
 
 // slowLoop starts a loop whose model calls test__slow for a minute and
 // returns once the call is running on the server.
-func slowLoop(t *testing.T, ctx context.Context) (e *loop.Engine, m *metrics.Metrics, w *watcher, id, marker string) {
+func slowLoop(t *testing.T, ctx context.Context) (e *loop.Engine, store *memory.Store, m *metrics.Metrics, w *watcher, id, marker string) {
 	t.Helper()
 	reg := newRegistry(t, true, nil)
 	marker = filepath.Join(t.TempDir(), "marker")
@@ -517,7 +518,7 @@ func slowLoop(t *testing.T, ctx context.Context) (e *loop.Engine, m *metrics.Met
 		reply{body: toolCallsReply(call{"call_1", "test__slow", map[string]any{"ms": 60000, "marker": marker}})},
 		reply{body: textReply("too late")}))
 	m = metrics.New(prometheus.NewRegistry())
-	e, store := newEngine(t, loop.Options{Sampler: f.sampler(t, 0), Tools: reg, Metrics: m})
+	e, store = newEngine(t, loop.Options{Sampler: f.sampler(t, 0), Tools: reg, Metrics: m})
 	id, err := e.Start(ctx, loop.Spec{Messages: prompt("Take your time.")})
 	if err != nil {
 		t.Fatalf("Start: %v", err)
@@ -526,7 +527,7 @@ func slowLoop(t *testing.T, ctx context.Context) (e *loop.Engine, m *metrics.Met
 	w.until("tool.started", func(ev event) bool { return ev.Name == loop.EventToolStarted })
 	// tool.started precedes the call; wait until the server runs it.
 	mcptest.PollFile(t, marker, "started", waitTimeout)
-	return e, m, w, id, marker
+	return e, store, m, w, id, marker
 }
 
 // checkCancelled checks the events of a loop cancelled during its slow
@@ -550,21 +551,18 @@ func checkCancelled(t *testing.T, evs []event, marker string) {
 	mcptest.PollFile(t, marker, "cancelled", waitTimeout)
 }
 
-// TestCancel cancels a loop while its tool runs.
+// TestCancel cancels a loop through the store while its tool runs.
 func TestCancel(t *testing.T) {
 	t.Parallel()
-	e, m, w, id, marker := slowLoop(t, context.Background())
-	if e.Cancel("loop_nope") {
-		t.Error("Cancel(loop_nope) = true")
-	}
-	if !e.Cancel(id) {
-		t.Fatal("Cancel of a running loop = false")
+	e, store, m, w, id, marker := slowLoop(t, context.Background())
+	if err := store.Cancel(context.Background(), id); err != nil {
+		t.Fatalf("Cancel of a running loop: %v", err)
 	}
 	checkCancelled(t, w.all(), marker)
 	// The terminal event has been read: the run is no longer cancellable,
 	// without waiting for the engine to wind down.
-	if e.Cancel(id) {
-		t.Error("Cancel after the terminal event = true")
+	if err := store.Cancel(context.Background(), id); !errors.Is(err, runs.ErrFinished) {
+		t.Errorf("Cancel after the terminal event = %v, want runs.ErrFinished", err)
 	}
 	e.Close()
 	if got := testutil.ToFloat64(m.LoopsTotal.WithLabelValues(loop.StatusCancelled)); got != 1 {
@@ -578,7 +576,7 @@ func TestStartContextEnds(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	_, _, w, _, marker := slowLoop(t, ctx)
+	_, _, _, w, _, marker := slowLoop(t, ctx)
 	cancel()
 	checkCancelled(t, w.all(), marker)
 }
@@ -587,7 +585,7 @@ func TestStartContextEnds(t *testing.T) {
 // Close cancels the loop and returns after its terminal event.
 func TestCloseCancelsRunningLoops(t *testing.T) {
 	t.Parallel()
-	e, m, w, id, marker := slowLoop(t, context.Background())
+	e, store, m, w, id, marker := slowLoop(t, context.Background())
 	e.Close()
 	// Everything happened before Close returned.
 	if got := testutil.ToFloat64(m.LoopsActive); got != 0 {
@@ -596,11 +594,14 @@ func TestCloseCancelsRunningLoops(t *testing.T) {
 	if got := testutil.ToFloat64(m.LoopsTotal.WithLabelValues(loop.StatusCancelled)); got != 1 {
 		t.Errorf("LoopsTotal{cancelled} = %v, want 1", got)
 	}
-	if e.Cancel(id) {
-		t.Error("Cancel after Close = true")
+	if err := store.Cancel(context.Background(), id); !errors.Is(err, runs.ErrFinished) {
+		t.Errorf("Cancel after Close = %v, want runs.ErrFinished", err)
 	}
 	checkCancelled(t, w.all(), marker)
 	e.Close() // again: nothing to do
+	if _, err := e.Start(context.Background(), loop.Spec{Messages: prompt("Too late.")}); !errors.Is(err, loop.ErrClosed) {
+		t.Errorf("Start after Close = %v, want loop.ErrClosed", err)
+	}
 }
 
 // TestDyingServer has the model call a tool that kills its MCP server, then
@@ -768,7 +769,7 @@ func histogram(t *testing.T, h prometheus.Histogram) (uint64, float64) {
 // first bad field.
 func TestInvalidSpec(t *testing.T) {
 	t.Parallel()
-	e, _ := newEngine(t, loop.Options{Sampler: offlineSampler(t), Tools: newRegistry(t, false, nil)})
+	e, store := newEngine(t, loop.Options{Sampler: offlineSampler(t), Tools: newRegistry(t, false, nil)})
 	msgs := prompt("Hello")
 	tests := []struct {
 		name  string
@@ -819,7 +820,9 @@ func TestInvalidSpec(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Start(%+v): %v", ok, err)
 	}
-	e.Cancel(id)
+	if err := store.Cancel(context.Background(), id); err != nil {
+		t.Errorf("Cancel: %v", err)
+	}
 }
 
 // TestModelCallInterrupted ends loops while their model call hangs: the
@@ -844,8 +847,10 @@ func TestModelCallInterrupted(t *testing.T) {
 			id := start(t, e, loop.Spec{Messages: prompt("Think hard."), Timeout: tt.timeout})
 			w := watch(t, store, id)
 			waitFor(t, f.arrived, "the model call")
-			if tt.cancel && !e.Cancel(id) {
-				t.Fatal("Cancel of a running loop = false")
+			if tt.cancel {
+				if err := store.Cancel(context.Background(), id); err != nil {
+					t.Fatalf("Cancel of a running loop: %v", err)
+				}
 			}
 			evs := w.all()
 			if diff := cmp.Diff([]string{loop.EventLoopStarted, loop.EventLoopCompleted}, eventNames(evs)); diff != "" {
@@ -1017,7 +1022,9 @@ func TestSnapshotWhileRunning(t *testing.T) {
 	check("after Start", nil)
 	waitFor(t, f.arrived, "the model call")
 	check("during the first model call", []string{"std__calculate", "std__now"})
-	e.Cancel(id)
+	if err := store.Cancel(context.Background(), id); err != nil {
+		t.Fatalf("Cancel: %v", err)
+	}
 	if d := last(collect(t, store, id)); d.Status != loop.StatusCancelled {
 		t.Errorf("status %s, want cancelled", d.Status)
 	}
@@ -1025,31 +1032,50 @@ func TestSnapshotWhileRunning(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
-// probeStore asks the engine, at the moment the terminal event is
-// appended, whether the run can still be cancelled.
-type probeStore struct {
-	*runs.Memory
-	engine      func() *loop.Engine
-	cancellable chan bool
+// finishProbe records what the engine gives Finish and whether it appended
+// the terminal event any other way.
+type finishProbe struct {
+	*memory.Store
+	finished chan json.RawMessage // the snapshot given to Finish
+	appended chan string          // names given to Append
 }
 
-func (p *probeStore) Append(ctx context.Context, id, name string, data json.RawMessage, terminal bool) (runs.Event, error) {
-	if terminal {
-		p.cancellable <- p.engine().Cancel(id)
-	}
-	return p.Memory.Append(ctx, id, name, data, terminal)
+func (p *finishProbe) Append(ctx context.Context, id, name string, data json.RawMessage) (runs.Event, error) {
+	p.appended <- name
+	return p.Store.Append(ctx, id, name, data)
 }
 
-// TestFinishedBeforeTerminalEvent: by the time loop.completed is published
-// (and so before any client can read it), DELETE has nothing to cancel.
-func TestFinishedBeforeTerminalEvent(t *testing.T) {
+func (p *finishProbe) Finish(ctx context.Context, id, name string, data, snapshot json.RawMessage) (runs.Event, error) {
+	p.finished <- snapshot
+	return p.Store.Finish(ctx, id, name, data, snapshot)
+}
+
+// TestFinishCarriesFinalSnapshot: the engine records loop.completed and the
+// run's final snapshot in one Finish, so that nobody reads the terminal
+// event with a running snapshot, nor cancels a run whose terminal status
+// can be read.
+func TestFinishCarriesFinalSnapshot(t *testing.T) {
 	t.Parallel()
-	var e *loop.Engine
-	store := &probeStore{Memory: runs.NewMemory(runs.MemoryOptions{}), engine: func() *loop.Engine { return e }, cancellable: make(chan bool, 1)}
-	e = loop.New(loop.Options{Sampler: offlineSampler(t), Tools: newRegistry(t, false, nil), Store: store})
-	t.Cleanup(e.Close)
+	store := &finishProbe{Store: memory.New(memory.Options{}), finished: make(chan json.RawMessage, 1), appended: make(chan string, 100)}
+	e, _ := newEngine(t, loop.Options{Sampler: offlineSampler(t), Tools: newRegistry(t, false, nil), Store: store})
 	start(t, e, loop.Spec{Messages: prompt("Please calculate 2 * (3 + 4)")})
-	if <-store.cancellable {
-		t.Error("the run could still be cancelled when its terminal event was published")
+	var snap loop.Snapshot
+	select {
+	case raw := <-store.finished:
+		if err := json.Unmarshal(raw, &snap); err != nil {
+			t.Fatalf("snapshot given to Finish: %v\n%s", err, raw)
+		}
+	case <-time.After(waitTimeout):
+		t.Fatal("no Finish")
+	}
+	if snap.Status != loop.StatusCompleted || snap.FinishedAt == nil || snap.Result == "" {
+		t.Errorf("snapshot given to Finish: status %q, finishedAt %v, result %q; want the final one", snap.Status, snap.FinishedAt, snap.Result)
+	}
+	e.Close()
+	close(store.appended)
+	for name := range store.appended {
+		if name == loop.EventLoopCompleted {
+			t.Errorf("%s was appended, not given to Finish", name)
+		}
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/sampled/sampled/internal/metrics"
 	"github.com/sampled/sampled/internal/retry"
 	"github.com/sampled/sampled/internal/runs"
+	"github.com/sampled/sampled/internal/runs/memory"
 	"github.com/sampled/sampled/internal/sampler"
 	"github.com/sampled/sampled/internal/sampler/offline"
 	"github.com/sampled/sampled/internal/sampler/openai"
@@ -94,11 +95,11 @@ func offlineSampler(t testing.TB) *sampler.Service {
 
 // newEngine returns an engine that the test closes at its end, with a new
 // in-memory store unless o has one.
-func newEngine(t testing.TB, o loop.Options) (*loop.Engine, *runs.Memory) {
+func newEngine(t testing.TB, o loop.Options) (*loop.Engine, *memory.Store) {
 	t.Helper()
-	store, _ := o.Store.(*runs.Memory)
+	store, _ := o.Store.(*memory.Store)
 	if o.Store == nil {
-		store = runs.NewMemory(runs.MemoryOptions{})
+		store = memory.New(memory.Options{})
 		o.Store = store
 	}
 	e := loop.New(o)
@@ -198,14 +199,14 @@ func decodeEvent(t testing.TB, ev runs.Event) event {
 // watcher follows a run's events from its first one.
 type watcher struct {
 	t      testing.TB
-	sub    *runs.Subscription
+	sub    runs.Subscription
 	cancel context.CancelFunc
 	timer  *time.Timer
 	seen   []event
 	ended  bool
 }
 
-func watch(t testing.TB, store *runs.Memory, id string) *watcher {
+func watch(t testing.TB, store *memory.Store, id string) *watcher {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	sub, err := store.Subscribe(ctx, id, 0)
@@ -234,7 +235,7 @@ func (w *watcher) next() (event, bool) {
 			w.ended = true
 			return event{}, false
 		}
-		d := decodeEvent(w.t, *ev)
+		d := decodeEvent(w.t, ev)
 		w.seen = append(w.seen, d)
 		return d, true
 	case <-w.timer.C:
@@ -282,7 +283,7 @@ func (w *watcher) all() []event {
 }
 
 // collect returns every event of a run, waiting for its terminal event.
-func collect(t testing.TB, store *runs.Memory, id string) []event {
+func collect(t testing.TB, store *memory.Store, id string) []event {
 	t.Helper()
 	return watch(t, store, id).all()
 }
@@ -310,7 +311,7 @@ func named(evs []event, name string) []event {
 func last(evs []event) eventData { return evs[len(evs)-1].Data }
 
 // snapshot reads a run's snapshot.
-func snapshot(t testing.TB, store *runs.Memory, id string) loop.Snapshot {
+func snapshot(t testing.TB, store *memory.Store, id string) loop.Snapshot {
 	t.Helper()
 	b, err := store.Snapshot(context.Background(), id)
 	if err != nil {

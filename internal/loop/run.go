@@ -77,7 +77,7 @@ type run struct {
 	log  *slog.Logger
 }
 
-func (r *run) emit(name string, data any, terminal bool) {
+func (r *run) emit(name string, data any) {
 	b, err := json.Marshal(data)
 	if err != nil {
 		r.log.Error("encode event", "event", name, "error", err)
@@ -85,11 +85,46 @@ func (r *run) emit(name string, data any, terminal bool) {
 	}
 	// Events are recorded even when the loop's context has ended: the
 	// terminal event of a cancelled loop must reach its subscribers.
-	if _, err := r.e.o.Store.Append(context.Background(), r.id, name, b, terminal); err != nil {
+	if _, err := r.e.o.Store.Append(context.Background(), r.id, name, b); err != nil {
 		r.log.Error("append event", "event", name, "error", err)
 		return
 	}
 	r.e.o.Metrics.SSEEvents.WithLabelValues(name).Inc()
+}
+
+// finish records the terminal event and the final snapshot in one step:
+// whoever reads the event reads the final status, and from then on the run
+// can no longer be cancelled.
+func (r *run) finish(data completedEvent) {
+	b, err := json.Marshal(data)
+	if err == nil {
+		var snap []byte
+		if snap, err = json.Marshal(r.snap); err == nil {
+			_, err = r.e.o.Store.Finish(context.Background(), r.id, EventLoopCompleted, b, snap)
+		}
+	}
+	if err != nil {
+		r.log.Error("finish run", "error", err)
+		return
+	}
+	r.e.o.Metrics.SSEEvents.WithLabelValues(EventLoopCompleted).Inc()
+}
+
+// watchCancel cancels ctx with errCancelled once the run is asked to
+// cancel through the store, until ctx ends.
+func (r *run) watchCancel(ctx context.Context, cancel context.CancelCauseFunc) error {
+	cancelled, err := r.e.o.Store.Cancelled(ctx, r.id)
+	if err != nil {
+		return err
+	}
+	go func() {
+		select {
+		case <-cancelled:
+			cancel(errCancelled)
+		case <-ctx.Done():
+		}
+	}()
+	return nil
 }
 
 func (r *run) save() {
@@ -102,17 +137,24 @@ func (r *run) save() {
 	}
 }
 
-func (r *run) run(parent context.Context) {
+// run runs the loop under parent, which cancel ends.
+func (r *run) run(parent context.Context, cancel context.CancelCauseFunc) {
 	start := time.Now()
-	ctx, cancel := context.WithTimeoutCause(parent, r.lim.timeout, context.DeadlineExceeded)
-	defer cancel()
+	ctx, stop := context.WithTimeoutCause(parent, r.lim.timeout, context.DeadlineExceeded)
+	defer stop()
 
 	r.emit(EventLoopStarted, startedEvent{ID: r.id, TraceID: r.snap.TraceID, Model: r.spec.ModelSpec, Tools: r.snap.Tools,
-		MaxIterations: r.lim.maxIterations, TimeoutMs: r.lim.timeout.Milliseconds()}, false)
+		MaxIterations: r.lim.maxIterations, TimeoutMs: r.lim.timeout.Milliseconds()})
 
 	msgs := append([]sampler.Message(nil), r.spec.Messages...)
 	status, errText := StatusMaxIterations, ""
-	for it := 1; it <= r.lim.maxIterations; it++ {
+	iterations := r.lim.maxIterations
+	if err := r.watchCancel(parent, cancel); err != nil {
+		// A loop that could not be cancelled does not run.
+		r.log.Error("watch for cancellation", "error", err)
+		status, errText, iterations = StatusFailed, "the run store failed", 0
+	}
+	for it := 1; it <= iterations; it++ {
 		itStart := time.Now()
 		choice := r.spec.ToolChoice
 		if it > 1 && choice != nil && (choice.Mode == sampler.ToolChoiceRequired || choice.Mode == sampler.ToolChoiceTool) {
@@ -144,7 +186,7 @@ func (r *run) run(parent context.Context) {
 			calls = []sampler.ToolCall{}
 		}
 		r.emit(EventModelCompleted, modelEvent{Iteration: it, Model: r.snap.Model, StopReason: res.StopReason, Text: res.Text,
-			ToolCalls: calls, Usage: res.Usage, DurationMs: time.Since(itStart).Milliseconds()}, false)
+			ToolCalls: calls, Usage: res.Usage, DurationMs: time.Since(itStart).Milliseconds()})
 		content := res.Content
 		if len(content) == 0 {
 			content = []sampler.Content{sampler.TextBlock("")}
@@ -155,13 +197,13 @@ func (r *run) run(parent context.Context) {
 			r.snap.Result = res.Text
 			status = StatusCompleted
 			r.emit(EventIterationCompleted, iterationEvent{TraceID: r.snap.TraceID, Iteration: it, ToolCalls: []string{},
-				DurationMs: time.Since(itStart).Milliseconds()}, false)
+				DurationMs: time.Since(itStart).Milliseconds()})
 			break
 		}
 		if it == r.lim.maxIterations {
 			// The model still wants tools on the last allowed iteration.
 			r.emit(EventIterationCompleted, iterationEvent{TraceID: r.snap.TraceID, Iteration: it, ToolCalls: names(calls),
-				DurationMs: time.Since(itStart).Milliseconds()}, false)
+				DurationMs: time.Since(itStart).Milliseconds()})
 			break
 		}
 		results := r.callTools(ctx, it, calls)
@@ -169,24 +211,20 @@ func (r *run) run(parent context.Context) {
 		r.snap.Messages = msgs
 		r.save()
 		r.emit(EventIterationCompleted, iterationEvent{TraceID: r.snap.TraceID, Iteration: it, ToolCalls: names(calls),
-			DurationMs: time.Since(itStart).Milliseconds()}, false)
+			DurationMs: time.Since(itStart).Milliseconds()})
 		if ctx.Err() != nil {
 			status, errText = r.failure(ctx, ctx.Err())
 			break
 		}
 	}
-	// The run is over: from here Cancel reports it as not running, before
-	// anyone can read its terminal status or event.
-	r.e.forget(r.id)
 	now := time.Now().UTC()
 	r.snap.Status, r.snap.Error, r.snap.FinishedAt = status, errText, &now
-	r.save()
 	r.e.o.Metrics.LoopsTotal.WithLabelValues(status).Inc()
 	r.e.o.Metrics.LoopIterations.Observe(float64(r.snap.Iterations))
 	r.log.Info("loop finished", "status", status, "iterations", r.snap.Iterations, "duration", time.Since(start))
-	r.emit(EventLoopCompleted, completedEvent{TraceID: r.snap.TraceID, Status: status, TotalIterations: r.snap.Iterations,
+	r.finish(completedEvent{TraceID: r.snap.TraceID, Status: status, TotalIterations: r.snap.Iterations,
 		Success: status == StatusCompleted, DurationMs: time.Since(start).Milliseconds(), Result: r.snap.Result,
-		Error: errText, Usage: r.snap.Usage}, true)
+		Error: errText, Usage: r.snap.Usage})
 }
 
 // failure names the terminal status of a loop whose model call failed.
@@ -236,7 +274,7 @@ func (r *run) callTools(ctx context.Context, it int, calls []sampler.ToolCall) [
 
 func (r *run) callTool(ctx context.Context, it int, c sampler.ToolCall) sampler.Content {
 	start := time.Now()
-	r.emit(EventToolStarted, toolStartedEvent{Iteration: it, CallID: c.ID, Name: c.Name, Arguments: c.Arguments}, false)
+	r.emit(EventToolStarted, toolStartedEvent{Iteration: it, CallID: c.ID, Name: c.Name, Arguments: c.Arguments})
 	res, err := r.execute(ctx, c)
 	if err != nil {
 		res = &tools.Result{IsError: true, Content: []sampler.Content{sampler.TextBlock(err.Error())}}
@@ -245,7 +283,7 @@ func (r *run) callTool(ctx context.Context, it int, c sampler.ToolCall) sampler.
 		res.Content = []sampler.Content{}
 	}
 	r.emit(EventToolCompleted, toolCompletedEvent{Iteration: it, CallID: c.ID, Name: c.Name, IsError: res.IsError,
-		Content: res.Content, StructuredContent: res.StructuredContent, DurationMs: time.Since(start).Milliseconds()}, false)
+		Content: res.Content, StructuredContent: res.StructuredContent, DurationMs: time.Since(start).Milliseconds()})
 	isErr := res.IsError
 	return sampler.Content{Type: sampler.BlockToolResult, ToolUseID: c.ID, Content: res.Content,
 		StructuredContent: res.StructuredContent, IsError: &isErr}

@@ -1,4 +1,11 @@
-package runs
+// Package memory is the in-process runs.Store.
+//
+// Its subscriptions cost no goroutine: events are delivered by non-blocking
+// sends into buffered channels, so a slow subscriber never blocks Append nor
+// other subscribers; it is cut instead (runs.ErrSlow) and resumes by id. A
+// run keeps a bounded window of its latest events, and a finished run
+// expires after a time to live.
+package memory
 
 import (
 	"bytes"
@@ -9,45 +16,50 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/sampled/sampled/internal/runs"
 )
 
-// Defaults of MemoryOptions.
+// Defaults of Options.
 const (
 	defaultMaxEvents = 10000
 	defaultTTL       = time.Hour
 	defaultBuffer    = 256
 )
 
-// MemoryOptions configure a Memory. The zero value means the defaults.
-type MemoryOptions struct {
+// Options configure a Store. The zero value means the defaults.
+type Options struct {
 	// MaxEvents is the number of events kept per run; 0 means 10000. Older
-	// events are dropped, and replaying from before them gives ErrExpired.
+	// events are dropped, and replaying from before them gives
+	// runs.ErrExpired.
 	MaxEvents int
 	// TTL is how long a finished run is kept after its terminal event; 0
 	// means 1h.
 	TTL time.Duration
 	// Buffer is the number of live events a subscriber may fall behind
-	// before it is dropped with ErrSlow; 0 means 256.
+	// before it is cut with runs.ErrSlow; 0 means 256.
 	Buffer int
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
 
-// Memory is the in-process Store. It runs no goroutine: finished runs are
-// expired lazily when accessed and swept during Create and Append.
+// Store is the in-process runs.Store. It runs no goroutine: finished runs
+// are expired lazily when accessed and swept during Create, Append and
+// Finish.
 //
-// Memory ignores the ctx of its methods except Subscribe's, which bounds the
-// subscription. Use NewMemory; the zero value is not usable.
-type Memory struct {
+// Store ignores the ctx of its methods except Subscribe's, which bounds the
+// subscription. Use New; the zero value is not usable.
+type Store struct {
 	maxEvents int
 	ttl       time.Duration
 	buffer    int
 	now       func() time.Time
 
 	mu   sync.RWMutex // guards runs
-	runs map[string]*memRun
+	runs map[string]*run
 
-	subs atomic.Int64 // open (live) subscriptions
+	subs   atomic.Int64 // open (live) subscriptions
+	closed atomic.Bool  // Close was called
 
 	// expiries lists finished runs in the order they finished; nextExpiry
 	// is the UnixNano of the first one's expiry, or MaxInt64.
@@ -56,35 +68,39 @@ type Memory struct {
 	nextExpiry atomic.Int64
 }
 
+var _ runs.Store = (*Store)(nil)
+
 // expiry is a finished run and when it expires.
 type expiry struct {
 	id string
-	r  *memRun
+	r  *run
 	at time.Time
 }
 
-// memRun is one run. Its mutex guards every field and the delivery of
-// events to its subscriptions.
-type memRun struct {
+// run is one run. Its mutex guards every field and the delivery of events
+// to its subscriptions.
+type run struct {
 	mu         sync.Mutex
 	snapshot   json.RawMessage
-	events     []*Event // the retained window: contiguous ids ending at last
-	last       int64    // id of the last event appended; 0 before the first
+	events     []runs.Event // the retained window: contiguous ids ending at last
+	last       int64        // id of the last event appended; 0 before the first
 	finished   bool
 	finishedAt time.Time
+	cancel     chan struct{} // closed by Cancel
+	cancelled  bool
 	// subs are the live subscriptions, in no order; each knows its index.
 	// A slice, not a map: Append walks it for every event.
-	subs []*Subscription
+	subs []*subscription
 }
 
-// NewMemory returns an empty Memory.
-func NewMemory(o MemoryOptions) *Memory {
-	m := &Memory{
+// New returns an empty Store.
+func New(o Options) *Store {
+	m := &Store{
 		maxEvents: o.MaxEvents,
 		ttl:       o.TTL,
 		buffer:    o.Buffer,
 		now:       o.Now,
-		runs:      make(map[string]*memRun),
+		runs:      make(map[string]*run),
 	}
 	if m.maxEvents <= 0 {
 		m.maxEvents = defaultMaxEvents
@@ -103,8 +119,8 @@ func NewMemory(o MemoryOptions) *Memory {
 }
 
 // Create adds a running run with an empty log. An id still kept gives
-// ErrExists; the id of an expired run is reused.
-func (m *Memory) Create(_ context.Context, id string, snapshot json.RawMessage) error {
+// runs.ErrExists; the id of an expired run is reused.
+func (m *Store) Create(_ context.Context, id string, snapshot json.RawMessage) error {
 	now := m.now()
 	m.sweep(now)
 	m.mu.Lock()
@@ -114,15 +130,15 @@ func (m *Memory) Create(_ context.Context, id string, snapshot json.RawMessage) 
 		expired := old.expired(now, m.ttl)
 		old.mu.Unlock()
 		if !expired {
-			return fmt.Errorf("runs: create %q: %w", id, ErrExists)
+			return fmt.Errorf("runs: create %q: %w", id, runs.ErrExists)
 		}
 	}
-	m.runs[id] = &memRun{snapshot: clone(snapshot)}
+	m.runs[id] = &run{snapshot: clone(snapshot), cancel: make(chan struct{})}
 	return nil
 }
 
-// SetSnapshot replaces the run's snapshot.
-func (m *Memory) SetSnapshot(_ context.Context, id string, snapshot json.RawMessage) error {
+// SetSnapshot replaces the run's snapshot with a copy of snapshot.
+func (m *Store) SetSnapshot(_ context.Context, id string, snapshot json.RawMessage) error {
 	r, _, err := m.lock(id)
 	if err != nil {
 		return fmt.Errorf("runs: set snapshot of %q: %w", id, err)
@@ -133,7 +149,7 @@ func (m *Memory) SetSnapshot(_ context.Context, id string, snapshot json.RawMess
 }
 
 // Snapshot returns a copy of the run's latest snapshot.
-func (m *Memory) Snapshot(_ context.Context, id string) (json.RawMessage, error) {
+func (m *Store) Snapshot(_ context.Context, id string) (json.RawMessage, error) {
 	r, _, err := m.lock(id)
 	if err != nil {
 		return nil, fmt.Errorf("runs: snapshot of %q: %w", id, err)
@@ -144,28 +160,39 @@ func (m *Memory) Snapshot(_ context.Context, id string) (json.RawMessage, error)
 
 // Append adds an event (with a copy of data) and delivers it to the run's
 // subscriptions without blocking: a subscription whose buffer is full is
-// dropped with ErrSlow. After a terminal event every subscription is closed,
-// further Appends give ErrFinished and the run expires after the TTL. The
-// returned Event shares its Data with the log: do not modify it.
-func (m *Memory) Append(_ context.Context, id, name string, data json.RawMessage, terminal bool) (Event, error) {
+// cut with runs.ErrSlow. The returned Event shares its Data with the log:
+// do not modify it.
+func (m *Store) Append(_ context.Context, id, name string, data json.RawMessage) (runs.Event, error) {
+	ev, err := m.append(id, name, data, nil, false)
+	if err != nil {
+		return runs.Event{}, fmt.Errorf("runs: append to %q: %w", id, err)
+	}
+	return ev, nil
+}
+
+// Finish appends the terminal event and replaces the snapshot (unless nil)
+// under the run's lock, delivers the event and ends every subscription.
+// Further Appends, Finishes and Cancels give runs.ErrFinished, and the run
+// expires after the TTL.
+func (m *Store) Finish(_ context.Context, id, name string, data, snapshot json.RawMessage) (runs.Event, error) {
+	ev, err := m.append(id, name, data, snapshot, true)
+	if err != nil {
+		return runs.Event{}, fmt.Errorf("runs: finish %q: %w", id, err)
+	}
+	return ev, nil
+}
+
+func (m *Store) append(id, name string, data, snapshot json.RawMessage, terminal bool) (runs.Event, error) {
 	r, now, err := m.lock(id)
 	if err != nil {
-		return Event{}, fmt.Errorf("runs: append to %q: %w", id, err)
+		return runs.Event{}, err
 	}
 	if r.finished {
 		r.mu.Unlock()
-		return Event{}, fmt.Errorf("runs: append to %q: %w", id, ErrFinished)
+		return runs.Event{}, runs.ErrFinished
 	}
 	r.last++
-	// One Event per append, shared by the log and every subscriber:
-	// a subscription buffers pointers, not copies.
-	// The event and its Wire memo are one allocation.
-	alloc := &struct {
-		ev Event
-		w  wire
-	}{ev: Event{ID: r.last, Name: name, Data: clone(data)}}
-	alloc.ev.wire = &alloc.w
-	ev := &alloc.ev
+	ev := runs.Event{ID: r.last, Name: name, Data: clone(data)}
 	if len(r.events) >= m.maxEvents {
 		n := len(r.events) - m.maxEvents + 1
 		clear(r.events[:n]) // let the dropped payloads be collected
@@ -180,7 +207,7 @@ func (m *Memory) Append(_ context.Context, id, name string, data json.RawMessage
 			select {
 			case s.ch <- ev:
 			default:
-				m.drop(r, s, ErrSlow)
+				m.drop(r, s, runs.ErrSlow)
 				continue
 			}
 		}
@@ -193,23 +220,25 @@ func (m *Memory) Append(_ context.Context, id, name string, data json.RawMessage
 	if terminal {
 		r.finished = true
 		r.finishedAt = now
+		if snapshot != nil {
+			r.snapshot = clone(snapshot)
+		}
 	}
 	r.mu.Unlock()
 	if terminal {
 		m.scheduleExpiry(id, r, now.Add(m.ttl))
 	}
 	m.sweep(now)
-	return *ev, nil
+	return ev, nil
 }
 
-// Subscribe replays the retained events with ID > after (after < 0 counts
-// as 0), then follows live ones; see Store. Replay and registration happen
-// under the run's lock, so nothing is missed or repeated between them. The
-// subscription's channel holds the whole replay plus the Buffer.
+// Subscribe replays the retained events with ID > after, then follows live
+// ones; see runs.Store. Replay and registration happen under the run's
+// lock, so nothing is missed or repeated between them. The subscription's
+// channel holds the whole replay plus the Buffer.
 //
-// A subscription to a finished run holds the replay and is already closed.
 // A ctx that is already done gives its error.
-func (m *Memory) Subscribe(ctx context.Context, id string, after int64) (*Subscription, error) {
+func (m *Store) Subscribe(ctx context.Context, id string, after int64) (runs.Subscription, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("runs: subscribe to %q: %w", id, err)
 	}
@@ -221,22 +250,28 @@ func (m *Memory) Subscribe(ctx context.Context, id string, after int64) (*Subscr
 	after = max(after, 0)
 	first := r.last + 1 - int64(len(r.events)) // id of events[0]
 	if after < r.last && after+1 < first {
-		return nil, fmt.Errorf("runs: subscribe to %q after %d (oldest kept is %d): %w", id, after, first, ErrExpired)
+		return nil, fmt.Errorf("runs: subscribe to %q after %d (oldest kept is %d): %w", id, after, first, runs.ErrExpired)
 	}
-	var replay []*Event
+	var replay []runs.Event
 	if after < r.last {
 		replay = r.events[after+1-first:]
 	}
-	s := &Subscription{after: after, m: m, r: r, idx: -1}
-	if r.finished {
-		s.ch = make(chan *Event, len(replay))
+	s := &subscription{after: after, m: m, r: r, idx: -1}
+	// Closed checked under r.mu: Close sets it before it ends the
+	// subscriptions of every run, each under its lock.
+	live := !r.finished && !m.closed.Load()
+	if live {
+		s.ch = make(chan runs.Event, len(replay)+m.buffer)
 	} else {
-		s.ch = make(chan *Event, len(replay)+m.buffer)
+		s.ch = make(chan runs.Event, len(replay))
 	}
 	for _, ev := range replay {
 		s.ch <- ev // never blocks: the channel has room for the replay
 	}
-	if r.finished {
+	if !live {
+		if !r.finished {
+			s.err = runs.ErrClosed
+		}
 		close(s.ch)
 		return s, nil
 	}
@@ -253,18 +288,49 @@ func (m *Memory) Subscribe(ctx context.Context, id string, after int64) (*Subscr
 	return s, nil
 }
 
+// Cancel records the request to cancel a running run and closes its
+// Cancelled channel.
+func (m *Store) Cancel(_ context.Context, id string) error {
+	r, _, err := m.lock(id)
+	if err != nil {
+		return fmt.Errorf("runs: cancel %q: %w", id, err)
+	}
+	defer r.mu.Unlock()
+	if r.finished {
+		return fmt.Errorf("runs: cancel %q: %w", id, runs.ErrFinished)
+	}
+	if !r.cancelled {
+		r.cancelled = true
+		close(r.cancel)
+	}
+	return nil
+}
+
+// Cancelled returns the channel that Cancel closes. It holds nothing for
+// the watch: ctx is not needed.
+func (m *Store) Cancelled(_ context.Context, id string) (<-chan struct{}, error) {
+	r, _, err := m.lock(id)
+	if err != nil {
+		return nil, fmt.Errorf("runs: watch %q for cancellation: %w", id, err)
+	}
+	defer r.mu.Unlock()
+	return r.cancel, nil
+}
+
 // Subscribers returns the number of open subscriptions that follow live
-// events (for a gauge).
-func (m *Memory) Subscribers() int {
+// events.
+func (m *Store) Subscribers() int {
 	return int(m.subs.Load())
 }
 
-// Close ends every open subscription (channels closed, Err nil), so that
-// streams end at shutdown. Memory runs no goroutine, so there is nothing
-// else to stop; runs stay readable and new subscriptions work.
-func (m *Memory) Close() {
+// Close ends every open subscription with runs.ErrClosed, so that streams
+// end at shutdown; later subscriptions deliver their replay and end at
+// once. Runs stay readable and writable: Store runs no goroutine, so there
+// is nothing else to stop. It always returns nil.
+func (m *Store) Close() error {
+	m.closed.Store(true)
 	m.mu.RLock()
-	all := make([]*memRun, 0, len(m.runs))
+	all := make([]*run, 0, len(m.runs))
 	for _, r := range m.runs {
 		all = append(all, r)
 	}
@@ -272,33 +338,34 @@ func (m *Memory) Close() {
 	for _, r := range all {
 		r.mu.Lock()
 		for len(r.subs) > 0 {
-			m.drop(r, r.subs[len(r.subs)-1], nil)
+			m.drop(r, r.subs[len(r.subs)-1], runs.ErrClosed)
 		}
 		r.mu.Unlock()
 	}
+	return nil
 }
 
 // lock returns the live run with that id, locked, and the time it was
-// checked at. An expired run is removed and gives ErrNotFound.
-func (m *Memory) lock(id string) (*memRun, time.Time, error) {
+// checked at. An expired run is removed and gives runs.ErrNotFound.
+func (m *Store) lock(id string) (*run, time.Time, error) {
 	now := m.now()
 	m.mu.RLock()
 	r, ok := m.runs[id]
 	m.mu.RUnlock()
 	if !ok {
-		return nil, now, ErrNotFound
+		return nil, now, runs.ErrNotFound
 	}
 	r.mu.Lock()
 	if r.expired(now, m.ttl) {
 		r.mu.Unlock()
 		m.remove(id, r)
-		return nil, now, ErrNotFound
+		return nil, now, runs.ErrNotFound
 	}
 	return r, now, nil
 }
 
 // remove deletes the run r under id, unless id was reused meanwhile.
-func (m *Memory) remove(id string, r *memRun) {
+func (m *Store) remove(id string, r *run) {
 	m.mu.Lock()
 	if m.runs[id] == r {
 		delete(m.runs, id)
@@ -307,7 +374,7 @@ func (m *Memory) remove(id string, r *memRun) {
 }
 
 // drop ends subscription s of r with err. r.mu must be held.
-func (m *Memory) drop(r *memRun, s *Subscription, err error) {
+func (m *Store) drop(r *run, s *subscription, err error) {
 	if s.idx < 0 { // never registered, or dropped already
 		return
 	}
@@ -324,7 +391,7 @@ func (m *Memory) drop(r *memRun, s *Subscription, err error) {
 }
 
 // scheduleExpiry queues r, finished, for the sweep.
-func (m *Memory) scheduleExpiry(id string, r *memRun, at time.Time) {
+func (m *Store) scheduleExpiry(id string, r *run, at time.Time) {
 	m.expMu.Lock()
 	defer m.expMu.Unlock()
 	m.expiries = append(m.expiries, expiry{id: id, r: r, at: at})
@@ -334,7 +401,7 @@ func (m *Memory) scheduleExpiry(id string, r *memRun, at time.Time) {
 // sweep removes the finished runs that expired by now. Runs are queued in
 // the order they finished; with a clock that goes back, a run may wait in
 // the queue past its expiry, but lock expires it on access anyway.
-func (m *Memory) sweep(now time.Time) {
+func (m *Store) sweep(now time.Time) {
 	if now.UnixNano() < m.nextExpiry.Load() {
 		return
 	}
@@ -368,7 +435,7 @@ func (m *Memory) sweep(now time.Time) {
 
 // expired reports whether r finished at least ttl before now. r.mu must be
 // held.
-func (r *memRun) expired(now time.Time, ttl time.Duration) bool {
+func (r *run) expired(now time.Time, ttl time.Duration) bool {
 	return r.finished && !now.Before(r.finishedAt.Add(ttl))
 }
 
@@ -380,40 +447,26 @@ func clone(b json.RawMessage) json.RawMessage {
 	return bytes.Clone(b)
 }
 
-// Subscription is a subscriber's view of a run's event log: replayed events,
-// then live ones, on one channel. Get one from Subscribe; the zero value is
-// not usable.
-type Subscription struct {
-	ch    chan *Event
+// subscription is a runs.Subscription of a Store.
+type subscription struct {
+	ch    chan runs.Event
 	after int64 // live events with ID <= after are skipped
-	m     *Memory
-	r     *memRun     // its mu guards err, stop and idx
+	m     *Store
+	r     *run        // its mu guards err, stop and idx
 	stop  func() bool // stops watching the subscriber's ctx; nil if never registered
 	idx   int         // index in r.subs; -1 when not registered
 	err   error
 }
 
-// Events returns the channel of events. It is closed after the terminal
-// event, when the subscription's ctx ends, on Close, or when the subscriber
-// fell too far behind (see Err).
-func (s *Subscription) Events() <-chan *Event {
-	return s.ch
-}
+func (s *subscription) Events() <-chan runs.Event { return s.ch }
 
-// Err tells why the channel was closed: ErrSlow if the subscriber fell more
-// than its buffer behind (resume by subscribing after the last id read),
-// else nil (terminal event delivered, ctx ended, or Close). Before the
-// channel is closed it returns nil.
-func (s *Subscription) Err() error {
+func (s *subscription) Err() error {
 	s.r.mu.Lock()
 	defer s.r.mu.Unlock()
 	return s.err
 }
 
-// Close ends the subscription and releases what the store held for it. It
-// is idempotent and safe to call concurrently with everything else. Events
-// still buffered stay readable until the channel is drained.
-func (s *Subscription) Close() {
+func (s *subscription) Close() {
 	s.r.mu.Lock()
 	defer s.r.mu.Unlock()
 	s.m.drop(s.r, s, nil)

@@ -1,4 +1,4 @@
-package runs
+package memory
 
 import (
 	"context"
@@ -30,7 +30,7 @@ func BenchmarkFanout1000(b *testing.B) {
 func benchmarkFanout(b *testing.B, subscribers, window int) {
 	const maxSamples = 2000 // per subscriber
 	ctx := context.Background()
-	m := NewMemory(MemoryOptions{})
+	m := New(Options{})
 	if err := m.Create(ctx, "r", nil); err != nil {
 		b.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func benchmarkFanout(b *testing.B, subscribers, window int) {
 	}
 	// Every subscriber goroutine runs and waits on its channel.
 	barrier.Add(subscribers)
-	if _, err := m.Append(ctx, "r", "warmup", nil, false); err != nil {
+	if _, err := m.Append(ctx, "r", "warmup", nil); err != nil {
 		b.Fatal(err)
 	}
 	barrier.Wait()
@@ -83,7 +83,7 @@ func benchmarkFanout(b *testing.B, subscribers, window int) {
 			barrier.Add(subscribers)
 		}
 		buf = strconv.AppendInt(buf[:0], int64(time.Since(base)), 10)
-		if _, err := m.Append(ctx, "r", name, buf, false); err != nil {
+		if _, err := m.Append(ctx, "r", name, buf); err != nil {
 			b.Fatal(err)
 		}
 		if last {
@@ -92,7 +92,7 @@ func benchmarkFanout(b *testing.B, subscribers, window int) {
 	}
 	b.StopTimer()
 
-	if _, err := m.Append(ctx, "r", "loop.completed", []byte("0"), true); err != nil {
+	if _, err := m.Finish(ctx, "r", "loop.completed", []byte("0"), nil); err != nil {
 		b.Fatal(err)
 	}
 	done.Wait()
