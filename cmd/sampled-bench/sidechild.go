@@ -275,7 +275,7 @@ type floorGateway struct {
 type floorRequest struct {
 	Prompt    string          `json:"prompt"`
 	MaxTokens int             `json:"maxTokens"`
-	Schema    json.RawMessage `json:"schema"`
+	Schema    json.RawMessage `json:"schema,omitempty"`
 }
 
 // floorChat is the chat completion request the floor sends.
