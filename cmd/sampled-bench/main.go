@@ -11,7 +11,8 @@
 // the load client in another: latency at concurrency 1, throughput and CPU
 // per request at concurrency -c, and resident memory with -inflight
 // requests held by a slow upstream, over -rounds alternating rounds (see
-// side.go).
+// side.go). With -attribute it reads a CPU profile's stacks from
+// `go tool pprof -traces` and sums them by what they do (attribute.go).
 //
 // With -fanout N it measures SSE fan-out instead: N subscribers, in a
 // separate process, follow one run while -events events are published
@@ -23,6 +24,7 @@
 //
 //	go run ./cmd/sampled-bench [-n 5000] [-c 64] [-d 10s] [-cpuprofile f]
 //	go run ./cmd/sampled-bench -side [-rounds 3] [-n 5000] [-c 64] [-d 10s] [-inflight 1000] [-upstream-delay 2s] [-cpuprofile f]
+//	go tool pprof -traces f-sampled-plain | go run ./cmd/sampled-bench -attribute [-cpu-per-request µs]
 //	go run ./cmd/sampled-bench -fanout 1000 [-events 50] [-interval 20ms] [-floor]
 package main
 
@@ -69,12 +71,17 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	rounds := fs.Int("rounds", 3, "alternating rounds of the side-by-side measurement")
 	inflight := fs.Int("inflight", 1000, "requests held in flight for the side-by-side memory measurement")
 	upstreamDelay := fs.Duration("upstream-delay", 2*time.Second, "how long the upstream holds them")
+	attributeIn := fs.Bool("attribute", false, "read `go tool pprof -traces` output on stdin and attribute its samples to the buckets of the side-by-side analysis")
+	perRequest := fs.Float64("cpu-per-request", 0, "with -attribute: the µs of CPU per request measured while profiling, to show each bucket in µs")
 	fanout := fs.Int("fanout", 0, "measure SSE fan-out to this many subscribers instead")
 	events := fs.Int("events", 50, "events published in the fan-out measurement")
 	interval := fs.Duration("interval", 20*time.Millisecond, "time between events in the fan-out measurement")
 	floorOnly := fs.Bool("floor", false, "fan-out over bare TCP instead of sampled")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
+	}
+	if *attributeIn {
+		return runAttribute(os.Stdin, *perRequest, stdout)
 	}
 	if *side {
 		if *rounds < 1 || *n < 1 || *c < 1 || *d <= 0 || *inflight < 1 {

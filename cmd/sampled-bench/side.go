@@ -77,13 +77,15 @@ type sideKey struct{ mode, side, metric string }
 
 // Metrics of the side-by-side table.
 const (
-	mP50      = "p50"      // µs at c=1
-	mP99      = "p99"      // µs at c=1
-	mRPS      = "rps"      // requests per second at c=-c
-	mCPU      = "cpu"      // µs of the service's CPU per request at c=-c
-	mInflight = "inflight" // requests in flight at once, memory phase
-	mRSS      = "rss"      // MB resident with every request in flight
-	mHWM      = "hwm"      // MB peak resident (VmHWM)
+	mP50         = "p50"         // µs at c=1
+	mP99         = "p99"         // µs at c=1
+	mRPS         = "rps"         // requests per second at c=-c
+	mCPU         = "cpu"         // µs of the gateway's CPU per request at c=-c
+	mUpstreamCPU = "upstreamCPU" // µs of the fake's CPU per request at c=-c
+	mClientCPU   = "clientCPU"   // µs of the client's CPU per request at c=-c
+	mInflight    = "inflight"    // requests in flight at once, memory phase
+	mRSS         = "rss"         // MB resident with every request in flight
+	mHWM         = "hwm"         // MB peak resident (VmHWM)
 )
 
 // runSide measures the fake upstream called directly, the floor gateway
@@ -163,13 +165,16 @@ func runSide(ctx context.Context, o sideOptions, stdout io.Writer) error {
 		}
 		for _, m := range modes {
 			for _, side := range order {
-				res, cpu, err := measureThroughput(ctx, gateways[side].pid(), url(side), body(m, side), o.c, o.d)
+				res, err := measureThroughput(ctx, gateways[side].pid(), fake.pid(), url(side), body(m, side), o.c, o.d)
 				if err != nil {
 					return fmt.Errorf("%s %s c=%d: %w", m.name, side, o.c, err)
 				}
 				add(m.name, side, mRPS, res.perSecond())
-				add(m.name, side, mCPU, cpu)
-				fmt.Fprintf(stdout, "  %-6s %-7s c=%-3d %6.0f req/s  %6.1fµs CPU/request\n", m.name, side, o.c, res.perSecond(), cpu)
+				add(m.name, side, mCPU, res.gateway)
+				add(m.name, side, mUpstreamCPU, res.upstream)
+				add(m.name, side, mClientCPU, res.client)
+				fmt.Fprintf(stdout, "  %-6s %-7s c=%-3d %6.0f req/s  %6.1fµs CPU/request (fake %.1fµs, client %.1fµs)\n",
+					m.name, side, o.c, res.perSecond(), res.gateway, res.upstream, res.client)
 			}
 		}
 		for _, side := range order {
@@ -195,7 +200,7 @@ func runSide(ctx context.Context, o sideOptions, stdout io.Writer) error {
 			if err := g.command("profile " + path); err != nil {
 				return err
 			}
-			res, cpu, err := measureThroughput(ctx, g.pid(), url(side), body(m, side), o.c, o.d)
+			res, err := measureThroughput(ctx, g.pid(), fake.pid(), url(side), body(m, side), o.c, o.d)
 			if err != nil {
 				return err
 			}
@@ -203,7 +208,7 @@ func runSide(ctx context.Context, o sideOptions, stdout io.Writer) error {
 				return err
 			}
 			fmt.Fprintf(stdout, "CPU profile of %s, %s, c=%d: %s (%.0f req/s, %.1fµs CPU/request while profiled)\n",
-				side, m.name, o.c, path, res.perSecond(), cpu)
+				side, m.name, o.c, path, res.perSecond(), res.gateway)
 		}
 	}
 	return nil
@@ -215,26 +220,46 @@ func profilePath(base, side, mode string) string {
 	return strings.TrimSuffix(base, ext) + "-" + side + "-" + mode + ext
 }
 
+// throughputResult is one throughput measurement: the client's result and
+// the CPU time per request, in µs, of the gateway, the fake upstream and
+// the client.
+type throughputResult struct {
+	loadResult
+	gateway, upstream, client float64
+}
+
 // measureThroughput runs the client at concurrency c for d against url and
-// returns its result and the CPU time the process pid spent per request
-// meanwhile, in µs.
-func measureThroughput(ctx context.Context, pid int, url string, body []byte, c int, d time.Duration) (loadResult, float64, error) {
-	cpu0, err := procCPU(pid)
-	if err != nil {
-		return loadResult{}, 0, err
+// reads the CPU time that the gateway (process pid), the fake (process
+// fake) and the client spent per request meanwhile. The fake and the
+// client share the machine with the gateway, so their costs bound the
+// throughput too.
+func measureThroughput(ctx context.Context, pid, fake int, url string, body []byte, c int, d time.Duration) (throughputResult, error) {
+	var cpu0, cpu1 [2]time.Duration
+	read := func(into *[2]time.Duration) error {
+		for i, p := range []int{pid, fake} {
+			t, err := procCPU(p)
+			if err != nil {
+				return err
+			}
+			into[i] = t
+		}
+		return nil
+	}
+	if err := read(&cpu0); err != nil {
+		return throughputResult{}, err
 	}
 	res, err := runClient(ctx, url, body, c, 0, d)
 	if err != nil {
-		return res, 0, err
+		return throughputResult{}, err
 	}
-	cpu1, err := procCPU(pid)
-	if err != nil {
-		return res, 0, err
+	if err := read(&cpu1); err != nil {
+		return throughputResult{}, err
 	}
 	if res.OK == 0 {
-		return res, 0, errors.New("no request succeeded")
+		return throughputResult{}, errors.New("no request succeeded")
 	}
-	return res, float64((cpu1 - cpu0).Microseconds()) / float64(res.OK), nil
+	per := func(t time.Duration) float64 { return float64(t.Microseconds()) / float64(res.OK) }
+	return throughputResult{loadResult: res, gateway: per(cpu1[0] - cpu0[0]), upstream: per(cpu1[1] - cpu0[1]), client: per(res.cpu)}, nil
 }
 
 // memoryResult is a gateway's memory with requests held in flight.
@@ -340,16 +365,18 @@ func printSideTable(w io.Writer, o sideOptions, modes []sideMode, vals map[sideK
 
 	fmt.Fprintf(w, "\nmedians of %d rounds; sampled/floor is the median of the rounds' ratios (differences for latency)\n", o.rounds)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "mode\tside\tc=1 p50\tc=1 p99\tc=%d req/s\tCPU/request\t\n", o.c)
+	fmt.Fprintf(tw, "mode\tside\tc=1 p50\tc=1 p99\tc=%d req/s\tCPU/request\tfake CPU/req\tclient CPU/req\t\n", o.c)
 	for _, m := range modes {
 		for _, side := range []string{sideDirect, sideFloor, sideSampled} {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t\n", m.name, side,
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", m.name, side,
 				cell(m.name, side, mP50, "%.0fµs"), cell(m.name, side, mP99, "%.0fµs"),
-				cell(m.name, side, mRPS, "%.0f"), cell(m.name, side, mCPU, "%.1fµs"))
+				cell(m.name, side, mRPS, "%.0f"), cell(m.name, side, mCPU, "%.1fµs"),
+				cell(m.name, side, mUpstreamCPU, "%.1fµs"), cell(m.name, side, mClientCPU, "%.1fµs"))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%+.0fµs\t%+.0fµs\t×%.2f\t×%.2f\t\n", m.name, "sampled/floor",
+		fmt.Fprintf(tw, "%s\t%s\t%+.0fµs\t%+.0fµs\t×%.2f\t×%.2f\t×%.2f\t×%.2f\t\n", m.name, "sampled/floor",
 			paired(m.name, mP50, diff), paired(m.name, mP99, diff),
-			paired(m.name, mRPS, ratio), paired(m.name, mCPU, ratio))
+			paired(m.name, mRPS, ratio), paired(m.name, mCPU, ratio),
+			paired(m.name, mUpstreamCPU, ratio), paired(m.name, mClientCPU, ratio))
 	}
 	_ = tw.Flush()
 
@@ -509,6 +536,7 @@ func runClient(ctx context.Context, url string, body []byte, c, n int, d time.Du
 	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
 		return res, fmt.Errorf("client said %q: %w", out.String(), err)
 	}
+	res.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	if res.Failed > 0 {
 		return res, fmt.Errorf("%d of %d requests failed, the first: %s", res.Failed, res.Failed+res.OK, res.FirstErr)
 	}

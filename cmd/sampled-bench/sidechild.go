@@ -390,6 +390,9 @@ type loadResult struct {
 	ElapsedNs int64  `json:"elapsedNs"`
 	P50Ns     int64  `json:"p50Ns"`
 	P99Ns     int64  `json:"p99Ns"`
+	// cpu is the client process's CPU time, user and system, read by the
+	// bench when the process has exited.
+	cpu time.Duration
 }
 
 // perSecond is the rate of successful requests.
