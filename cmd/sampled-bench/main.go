@@ -6,6 +6,14 @@
 //     (p50, p99 and their difference: sampled's overhead);
 //   - requests per second through sampled at concurrency -c for -d.
 //
+// With -side it measures sampled side by side with the least Go gateway
+// that does the same work (the floor), each program in its own process and
+// the load client in another: latency at concurrency 1, throughput and CPU
+// per request at concurrency -c, and resident memory with -inflight
+// requests held by a slow upstream, over -rounds alternating rounds (see
+// side.go). With -attribute it reads a CPU profile's stacks from
+// `go tool pprof -traces` and sums them by what they do (attribute.go).
+//
 // With -fanout N it measures SSE fan-out instead: N subscribers, in a
 // separate process, follow one run while -events events are published
 // every -interval; it reports the delivery latency from publish to each
@@ -15,6 +23,8 @@
 // Usage:
 //
 //	go run ./cmd/sampled-bench [-n 5000] [-c 64] [-d 10s] [-cpuprofile f]
+//	go run ./cmd/sampled-bench -side [-rounds 3] [-n 5000] [-c 64] [-d 10s] [-inflight 1000] [-upstream-delay 2s] [-cpuprofile f]
+//	go tool pprof -traces f-sampled-plain | go run ./cmd/sampled-bench -attribute [-cpu-per-request µs]
 //	go run ./cmd/sampled-bench -fanout 1000 [-events 50] [-interval 20ms] [-floor]
 package main
 
@@ -30,9 +40,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
-	"slices"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/sampled/sampled/internal/app"
@@ -48,20 +55,25 @@ func main() {
 	}
 }
 
-// completion is a chat.completion reply in OpenAI's documented shape.
-const completion = `{"id":"chatcmpl-bench","object":"chat.completion","created":1700000000,"model":"gpt-4o-mini",` +
-	`"choices":[{"index":0,"message":{"role":"assistant","content":"Paris is the capital of France.","refusal":null},"logprobs":null,"finish_reason":"stop"}],` +
-	`"usage":{"prompt_tokens":14,"completion_tokens":8,"total_tokens":22}}`
-
 func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if len(args) > 1 && args[1] == "-fanout-client" {
 		return fanoutClientMain(args[1:], stdout)
+	}
+	if len(args) > 1 && isSideChild(args[1]) {
+		return sideChild(ctx, args[1:], os.Stdin, stdout)
 	}
 	fs := flag.NewFlagSet("sampled-bench", flag.ContinueOnError)
 	n := fs.Int("n", 5000, "requests per latency measurement (concurrency 1)")
 	c := fs.Int("c", 64, "concurrency of the throughput measurement")
 	d := fs.Duration("d", 10*time.Second, "duration of the throughput measurement")
-	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the throughput or fan-out phase to this file")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the throughput or fan-out phase to this file; "+
+		"with -side, of each gateway in an extra throughput phase per mode, to this name with -floor-plain etc. inserted")
+	side := fs.Bool("side", false, "measure sampled side by side with the floor gateway, each in its own process")
+	rounds := fs.Int("rounds", 3, "alternating rounds of the side-by-side measurement")
+	inflight := fs.Int("inflight", 1000, "requests held in flight for the side-by-side memory measurement")
+	upstreamDelay := fs.Duration("upstream-delay", 2*time.Second, "how long the upstream holds them")
+	attributeIn := fs.Bool("attribute", false, "read `go tool pprof -traces` output on stdin and attribute its samples to the buckets of the side-by-side analysis")
+	perRequest := fs.Float64("cpu-per-request", 0, "with -attribute: the µs of CPU per request measured while profiling, to show each bucket in µs")
 	fanout := fs.Int("fanout", 0, "measure SSE fan-out to this many subscribers instead")
 	events := fs.Int("events", 50, "events published in the fan-out measurement")
 	interval := fs.Duration("interval", 20*time.Millisecond, "time between events in the fan-out measurement")
@@ -69,18 +81,23 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
+	if *attributeIn {
+		return runAttribute(os.Stdin, *perRequest, stdout)
+	}
+	if *side {
+		if *rounds < 1 || *n < 1 || *c < 1 || *d <= 0 || *inflight < 1 {
+			return errors.New("-side needs -rounds, -n, -c, -d and -inflight positive")
+		}
+		return runSide(ctx, sideOptions{rounds: *rounds, n: *n, c: *c, d: *d, inflight: *inflight,
+			delay: *upstreamDelay, cpuprofile: *cpuprofile}, stdout)
+	}
 	if *fanout > 0 {
 		return withCPUProfile(*cpuprofile, func() error {
 			return runFanout(ctx, fanoutOptions{subscribers: *fanout, events: *events, interval: *interval, floor: *floorOnly}, stdout)
 		})
 	}
 
-	fake := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		_, _ = io.Copy(io.Discard, r.Body)
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = io.WriteString(w, completion)
-	})}
-	fakeURL, stopFake, err := serve(fake)
+	fakeURL, stopFake, err := serve(&http.Server{Handler: newFakeUpstream(0), ReadHeaderTimeout: 10 * time.Second})
 	if err != nil {
 		return err
 	}
@@ -102,12 +119,15 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	defer stopSampled()
 
+	modes, err := sideModes()
+	if err != nil {
+		return err
+	}
+	plain := modes[0]
 	client := &http.Client{Transport: &http.Transport{MaxIdleConns: 1024, MaxIdleConnsPerHost: 1024}, Timeout: 30 * time.Second}
 	defer client.CloseIdleConnections()
-	upstreamBody := []byte(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"What is the capital of France?"}],"max_completion_tokens":100}`)
-	sampleBody := []byte(`{"prompt":"What is the capital of France?","maxTokens":100}`)
-	direct := func() error { return post(client, fakeURL+"/v1/chat/completions", upstreamBody) }
-	through := func() error { return post(client, sampledURL+"/v1/sample", sampleBody) }
+	direct := func() error { return post(client, fakeURL+"/v1/chat/completions", plain.direct) }
+	through := func() error { return post(client, sampledURL+"/v1/sample", plain.body) }
 
 	// Warm up connections and caches.
 	for range 200 {
@@ -118,28 +138,26 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			return fmt.Errorf("sampled: %w", err)
 		}
 	}
-	fmt.Fprintf(stdout, "latency at concurrency 1, %d requests each\n", *n)
-	dl, err := latencies(ctx, *n, direct)
-	if err != nil {
-		return err
+	fmt.Fprintf(stdout, "latency at concurrency 1, %d requests each (client in this process)\n", *n)
+	dl := load(ctx, 1, *n, 0, direct)
+	tl := load(ctx, 1, *n, 0, through)
+	for _, r := range []loadResult{dl, tl} {
+		if r.Failed > 0 || r.OK == 0 {
+			return fmt.Errorf("%d of %d requests failed, the first: %s", r.Failed, r.Failed+r.OK, r.FirstErr)
+		}
 	}
-	tl, err := latencies(ctx, *n, through)
-	if err != nil {
-		return err
-	}
-	p := func(l []time.Duration, q float64) time.Duration { return l[int(q*float64(len(l)-1))] }
-	fmt.Fprintf(stdout, "  straight to the fake:  p50 %8s  p99 %8s\n", p(dl, .50), p(dl, .99))
-	fmt.Fprintf(stdout, "  through sampled:       p50 %8s  p99 %8s\n", p(tl, .50), p(tl, .99))
+	us := func(ns int64) time.Duration { return time.Duration(ns).Round(time.Microsecond) }
+	fmt.Fprintf(stdout, "  straight to the fake:  p50 %8s  p99 %8s\n", us(dl.P50Ns), us(dl.P99Ns))
+	fmt.Fprintf(stdout, "  through sampled:       p50 %8s  p99 %8s\n", us(tl.P50Ns), us(tl.P99Ns))
 	fmt.Fprintf(stdout, "  added by sampled:      p50 %8s  p99 %8s   (targets: p50 <= 300µs, p99 <= 1ms)\n",
-		p(tl, .50)-p(dl, .50), p(tl, .99)-p(dl, .99))
+		us(tl.P50Ns-dl.P50Ns), us(tl.P99Ns-dl.P99Ns))
 
 	return withCPUProfile(*cpuprofile, func() error {
-		count, failed, elapsed := throughput(ctx, *c, *d, through)
+		r := load(ctx, *c, 0, *d, through)
 		fmt.Fprintf(stdout, "throughput through sampled at concurrency %d for %s\n", *c, *d)
-		fmt.Fprintf(stdout, "  %d requests, %d failed, %.0f requests/s   (target: >= 5000/s)\n",
-			count, failed, float64(count)/elapsed.Seconds())
-		if failed > 0 {
-			return fmt.Errorf("%d requests failed", failed)
+		fmt.Fprintf(stdout, "  %d requests, %d failed, %.0f requests/s   (target: >= 5000/s)\n", r.OK, r.Failed, r.perSecond())
+		if r.Failed > 0 {
+			return fmt.Errorf("%d requests failed, the first: %s", r.Failed, r.FirstErr)
 		}
 		return nil
 	})
@@ -188,48 +206,4 @@ func post(c *http.Client, url string, body []byte) error {
 		return fmt.Errorf("status %d", resp.StatusCode)
 	}
 	return nil
-}
-
-// latencies runs fn n times in sequence and returns the sorted durations.
-func latencies(ctx context.Context, n int, fn func() error) ([]time.Duration, error) {
-	out := make([]time.Duration, 0, n)
-	for range n {
-		if ctx.Err() != nil {
-			return nil, ctx.Err()
-		}
-		t := time.Now()
-		if err := fn(); err != nil {
-			return nil, err
-		}
-		out = append(out, time.Since(t))
-	}
-	if len(out) == 0 {
-		return nil, errors.New("no requests")
-	}
-	slices.Sort(out)
-	return out, nil
-}
-
-// throughput runs fn from c goroutines for d and counts the requests.
-func throughput(ctx context.Context, c int, d time.Duration, fn func() error) (ok, failed int64, elapsed time.Duration) {
-	ctx, cancel := context.WithTimeout(ctx, d)
-	defer cancel()
-	var okN, failN atomic.Int64
-	var wg sync.WaitGroup
-	start := time.Now()
-	for range c {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ctx.Err() == nil {
-				if fn() != nil {
-					failN.Add(1)
-				} else {
-					okN.Add(1)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return okN.Load(), failN.Load(), time.Since(start)
 }
