@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/sampled/sampled/internal/app"
+	"github.com/sampled/sampled/internal/config"
 )
 
 // The side-by-side measurement runs every program in its own process: this
@@ -104,12 +105,11 @@ func sampledChild(ctx context.Context, upstream string, stdin io.Reader, stdout 
 	}
 	defer devNull.Close()
 	env := map[string]string{"SAMPLING_PROVIDER": "openai", "SAMPLING_ENDPOINT": upstream + "/v1", "SAMPLING_MODEL": "gpt-4o-mini"}
-	a, err := app.New(ctx, app.Options{
-		Getenv:           func(k string) string { return env[k] },
-		Logger:           slog.New(slog.NewJSONHandler(devNull, nil)),
-		MaxBodyBytes:     4 << 20,
-		DefaultMaxTokens: 1024,
-	})
+	cfg, err := config.Load(func(k string) string { return env[k] }, nil)
+	if err != nil {
+		return err
+	}
+	a, err := app.New(ctx, app.Options{Config: cfg, Logger: slog.New(slog.NewJSONHandler(devNull, nil))})
 	if err != nil {
 		return err
 	}
