@@ -1,7 +1,10 @@
 package app
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -9,6 +12,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/sampled/sampled/internal/config"
 )
 
 // TestMetricsOfASample checks that the assembled service records a
@@ -77,6 +82,43 @@ sampled_validation_retries_total{method="sampleTools"} 0
 		}
 		if got != c.want {
 			t.Errorf("%s observed %d times, want %d", c.name, got, c.want)
+		}
+	}
+}
+
+// BenchmarkSampleOpenAI measures one plain request through the assembled
+// service, handler to upstream and back, against a zero-latency fake of
+// OpenAI's chat completions (the client side is a recorder: no network on
+// the way in).
+func BenchmarkSampleOpenAI(b *testing.B) {
+	const reply = `{"id":"chatcmpl-1","object":"chat.completion","created":1700000000,"model":"gpt-4o-mini",` +
+		`"choices":[{"index":0,"message":{"role":"assistant","content":"Paris.","refusal":null},"logprobs":null,"finish_reason":"stop"}],` +
+		`"usage":{"prompt_tokens":14,"completion_tokens":2,"total_tokens":16}}`
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, reply)
+	}))
+	b.Cleanup(up.Close)
+	env := map[string]string{"SAMPLING_PROVIDER": "openai", "SAMPLING_ENDPOINT": up.URL + "/v1", "SAMPLING_MODEL": "gpt-4o-mini"}
+	cfg, err := config.Load(func(k string) string { return env[k] }, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	a, err := New(context.Background(), Options{Config: cfg, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = a.Close() })
+	body := []byte(`{"prompt":"What is the capital of France?","maxTokens":100}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		req := httptest.NewRequest(http.MethodPost, "/v1/sample", bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		w := httptest.NewRecorder()
+		a.Handler.ServeHTTP(w, req)
+		if w.Code != http.StatusOK {
+			b.Fatalf("status %d: %s", w.Code, w.Body)
 		}
 	}
 }

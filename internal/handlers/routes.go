@@ -7,7 +7,7 @@ import (
 // routes lists every route of the service on one screen.
 func (s *server) routes() http.Handler {
 	r := s.mux
-	r.Use(s.requestID, s.recoverer, s.instrument)
+	r.Use(s.instrument, s.recoverer)
 	r.NotFound(s.notFound)
 	r.MethodNotAllowed(s.methodNotAllowed)
 

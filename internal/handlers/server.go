@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -55,6 +56,7 @@ type Config struct {
 const DefaultMaxBodyBytes = 4 << 20
 
 type server struct {
+	httpMetrics    *httpMetrics
 	mux            *chi.Mux
 	sampler        *sampler.Service
 	metrics        *metrics.Metrics
@@ -79,6 +81,7 @@ func New(c Config) http.Handler {
 	if s.metrics == nil {
 		s.metrics = metrics.New(nil)
 	}
+	s.httpMetrics = &httpMetrics{m: s.metrics}
 	gatherer := c.Gatherer
 	if gatherer == nil {
 		gatherer = prometheus.NewRegistry()
@@ -93,41 +96,46 @@ func New(c Config) http.Handler {
 	return s.routes()
 }
 
-type ctxKey int
+type ctxKey struct{}
 
-const (
-	requestIDKey ctxKey = iota
-	logAttrsKey
-)
-
-func requestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey).(string)
-	return id
+// reqInfo is what the HTTP layer keeps of a request while it is served:
+// its id and what handlers add to its log line. It is made once per
+// request, with the status writer, by instrument.
+type reqInfo struct {
+	id    string
+	attrs []slog.Attr
+	sw    statusWriter
 }
 
-// logAttrs collects what a handler wants in the request's log line.
-type logAttrs struct{ attrs []slog.Attr }
+func info(ctx context.Context) *reqInfo {
+	ri, _ := ctx.Value(ctxKey{}).(*reqInfo)
+	return ri
+}
+
+func requestID(ctx context.Context) string {
+	if ri := info(ctx); ri != nil {
+		return ri.id
+	}
+	return ""
+}
 
 // addLog adds attributes to the request's log line.
 func addLog(ctx context.Context, attrs ...slog.Attr) {
-	if la, ok := ctx.Value(logAttrsKey).(*logAttrs); ok {
-		la.attrs = append(la.attrs, attrs...)
+	if ri := info(ctx); ri != nil {
+		ri.attrs = append(ri.attrs, attrs...)
 	}
 }
 
-// requestID takes a well-formed X-Request-ID from the client or makes one,
-// and returns it as a response header.
-func (s *server) requestID(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		id := r.Header.Get("X-Request-ID")
-		if id == "" || len(id) > 128 || strings.ContainsFunc(id, func(c rune) bool { return c < 0x21 || c > 0x7e }) {
-			var b [8]byte
-			_, _ = rand.Read(b[:])
-			id = hex.EncodeToString(b[:])
-		}
-		w.Header().Set("X-Request-ID", id)
-		next.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), requestIDKey, id)))
-	})
+// newRequestID takes a well-formed X-Request-ID from the client or makes
+// one.
+func newRequestID(r *http.Request) string {
+	id := r.Header.Get("X-Request-ID")
+	if id == "" || len(id) > 128 || strings.ContainsFunc(id, func(c rune) bool { return c < 0x21 || c > 0x7e }) {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		id = hex.EncodeToString(b[:])
+	}
+	return id
 }
 
 func (s *server) recoverer(next http.Handler) http.Handler {
@@ -165,38 +173,70 @@ func (w *statusWriter) Write(b []byte) (int, error) {
 
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// instrument records request counts and durations by route pattern and
-// logs each request.
+// instrument gives each request its id (the X-Request-ID response header),
+// records request counts and durations by route pattern, and logs each
+// request in one line.
 func (s *server) instrument(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		sw := &statusWriter{ResponseWriter: w}
-		la := &logAttrs{}
-		r = r.WithContext(context.WithValue(r.Context(), logAttrsKey, la))
-		next.ServeHTTP(sw, r)
+		ri := &reqInfo{id: newRequestID(r), attrs: make([]slog.Attr, 0, 12), sw: statusWriter{ResponseWriter: w}}
+		w.Header().Set("X-Request-ID", ri.id)
+		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, ri))
+		next.ServeHTTP(&ri.sw, r)
 		route := chi.RouteContext(r.Context()).RoutePattern()
 		if route == "" {
 			route = "unmatched"
 		}
-		if sw.status == 0 {
-			sw.status = http.StatusOK
+		status := ri.sw.status
+		if status == 0 {
+			status = http.StatusOK
 		}
 		d := time.Since(start)
-		method := r.Method
-		switch method {
-		case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions:
-		default:
-			method = "other" // bounded label: clients can send any method
-		}
-		s.metrics.HTTPRequests.WithLabelValues(route, method, strconv.Itoa(sw.status)).Inc()
-		if !strings.HasPrefix(sw.Header().Get("Content-Type"), "text/event-stream") {
-			s.metrics.HTTPDuration.WithLabelValues(route, method).Observe(d.Seconds())
-		}
-		attrs := append([]slog.Attr{slog.String("requestId", requestID(r.Context())), slog.String("method", r.Method),
-			slog.String("route", route), slog.Int("status", sw.status), slog.Float64("durationMs", float64(d.Microseconds())/1000)},
-			la.attrs...)
+		stream := strings.HasPrefix(ri.sw.Header().Get("Content-Type"), "text/event-stream")
+		s.httpMetrics.record(route, r.Method, status, d, stream)
+		attrs := append([]slog.Attr{slog.String("requestId", ri.id), slog.String("method", r.Method),
+			slog.String("route", route), slog.Int("status", status), slog.Float64("durationMs", float64(d.Microseconds())/1000)},
+			ri.attrs...)
 		s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
 	})
+}
+
+// httpMetrics records requests, with the series of each route, method and
+// status looked up once.
+type httpMetrics struct {
+	m      *metrics.Metrics
+	series sync.Map // httpKey -> *httpSeries
+}
+
+type httpKey struct {
+	route, method string
+	status        int
+}
+
+type httpSeries struct {
+	requests prometheus.Counter
+	duration prometheus.Observer
+}
+
+func (h *httpMetrics) record(route, method string, status int, d time.Duration, stream bool) {
+	switch method {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodOptions:
+	default:
+		method = "other" // bounded label: clients can send any method
+	}
+	k := httpKey{route, method, status}
+	v, ok := h.series.Load(k)
+	if !ok {
+		v, _ = h.series.LoadOrStore(k, &httpSeries{
+			requests: h.m.HTTPRequests.WithLabelValues(route, method, strconv.Itoa(status)),
+			duration: h.m.HTTPDuration.WithLabelValues(route, method),
+		})
+	}
+	hs := v.(*httpSeries)
+	hs.requests.Inc()
+	if !stream {
+		hs.duration.Observe(d.Seconds())
+	}
 }
 
 func (s *server) notFound(w http.ResponseWriter, r *http.Request) {

@@ -4,6 +4,7 @@ package metrics
 
 import (
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -33,6 +34,8 @@ type Metrics struct {
 	SSESubscribers   prometheus.Gauge         //
 	SSEEvents        *prometheus.CounterVec   // event
 	MCPServerUp      *prometheus.GaugeVec     // server
+
+	samples sync.Map // sampleKey -> prometheus.Counter
 }
 
 // New creates the collectors and registers them on reg. A nil reg creates
@@ -140,12 +143,20 @@ func New(reg prometheus.Registerer) *Metrics {
 // model ("provider/model") that answered or failed, empty when none was
 // called; its values are bounded by the configuration.
 func (m *Metrics) CountSample(endpoint, mode, modelID, outcome string) {
-	provider, model := "other", "other"
-	if p, _, ok := strings.Cut(modelID, "/"); ok {
-		provider, model = p, modelID
+	k := sampleKey{endpoint, mode, modelID, outcome}
+	c, ok := m.samples.Load(k)
+	if !ok {
+		provider, model := "other", "other"
+		if p, _, ok := strings.Cut(modelID, "/"); ok {
+			provider, model = p, modelID
+		}
+		c, _ = m.samples.LoadOrStore(k, m.Samples.WithLabelValues(endpoint, mode, provider, model, outcome))
 	}
-	m.Samples.WithLabelValues(endpoint, mode, provider, model, outcome).Inc()
+	c.(prometheus.Counter).Inc()
 }
+
+// sampleKey names a series of Samples; the series are looked up once.
+type sampleKey struct{ endpoint, mode, modelID, outcome string }
 
 // Sampling records what the sampling service reports (it implements
 // sampler.Observer).

@@ -56,10 +56,6 @@ const (
 // which configured model ("provider/model") answered or failed; modelID is
 // empty when no model was called. ctx is the request's context.
 func Outcome(ctx context.Context, res *Result, err error) (outcome, modelID string) {
-	var (
-		ex *ExhaustedError
-		up *UpstreamError
-	)
 	switch {
 	case err == nil && res.ParseError != nil:
 		return OutcomeParseError, res.ModelID
@@ -67,16 +63,19 @@ func Outcome(ctx context.Context, res *Result, err error) (outcome, modelID stri
 		return OutcomeOK, res.ModelID
 	case errors.Is(err, ErrInvalid):
 		return OutcomeInvalidRequest, ""
-	case errors.As(err, &ex):
+	}
+	// Only now the targets of errors.As, which escape to the heap.
+	if ex := (*ExhaustedError)(nil); errors.As(err, &ex) {
 		if ex.LastResult != nil {
 			return OutcomeExhausted, ex.LastResult.ModelID
 		}
 		return OutcomeExhausted, ""
-	case ctx.Err() != nil:
-		return OutcomeCancelled, ""
-	case errors.As(err, &up):
-		return OutcomeUpstreamError, up.Model
-	default:
-		return OutcomeUpstreamError, ""
 	}
+	if ctx.Err() != nil {
+		return OutcomeCancelled, ""
+	}
+	if up := (*UpstreamError)(nil); errors.As(err, &up) {
+		return OutcomeUpstreamError, up.Model
+	}
+	return OutcomeUpstreamError, ""
 }

@@ -36,6 +36,10 @@ const (
 // an upstream error, not a larger allocation.
 const MaxReplyBytes = 16 << 20
 
+// jsonMediaType is the value of the Content-Type and Accept headers of every
+// request; requests share it and nothing modifies it.
+var jsonMediaType = []string{"application/json"}
+
 const (
 	// maxErrorBytes is the most read of an error reply: only its message
 	// is kept.
@@ -130,10 +134,11 @@ func (p *Provider) Sample(ctx context.Context, req *sampler.Request) (*sampler.R
 	if err != nil {
 		return nil, fmt.Errorf("openai: %w", err)
 	}
-	hreq.Header.Set("Content-Type", "application/json")
-	hreq.Header.Set("Accept", "application/json")
+	// Header values are shared read-only slices: one map per request.
+	hreq.Header["Content-Type"] = jsonMediaType
+	hreq.Header["Accept"] = jsonMediaType
 	if p.authorization != nil {
-		hreq.Header.Set("Authorization", *p.authorization)
+		hreq.Header["Authorization"] = []string{*p.authorization}
 	}
 	resp, err := p.client.Do(hreq)
 	if err != nil {
