@@ -256,6 +256,12 @@ func (s *server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 		Status: http.StatusMethodNotAllowed, Detail: r.Method + " is not allowed on " + r.URL.Path})
 }
 
+// bodyBuffers holds the buffers request bodies are read into; one larger
+// than maxPooledBody is left to the garbage collector.
+var bodyBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+const maxPooledBody = 64 << 10
+
 // decodeBody reads a JSON body of at most maxBody bytes into dst. With
 // strict set, unknown top-level members are errors; nested MCP objects stay
 // open, as MCP leaves them.
@@ -267,8 +273,14 @@ func (s *server) decodeBody(w http.ResponseWriter, r *http.Request, dst any, str
 				title: "Unsupported media type", detail: "send the body as application/json"}
 		}
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
-	if err != nil {
+	buf := bodyBuffers.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= maxPooledBody {
+			buf.Reset()
+			bodyBuffers.Put(buf)
+		}
+	}()
+	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, s.maxBody)); err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return &bodyError{status: http.StatusRequestEntityTooLarge, slug: "body-too-large", title: "Request body too large",
@@ -276,7 +288,9 @@ func (s *server) decodeBody(w http.ResponseWriter, r *http.Request, dst any, str
 		}
 		return fmt.Errorf("read body: %w", err)
 	}
-	dec := json.NewDecoder(bytes.NewReader(body))
+	// Decoding copies what it keeps (strings, json.RawMessage): buf can be
+	// reused once it is done.
+	dec := json.NewDecoder(bytes.NewReader(buf.Bytes()))
 	if strict {
 		// Nested MCP objects decode themselves and stay open.
 		dec.DisallowUnknownFields()
