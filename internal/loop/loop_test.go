@@ -20,6 +20,7 @@ import (
 	"github.com/sampled/sampled/internal/runs"
 	"github.com/sampled/sampled/internal/runs/memory"
 	"github.com/sampled/sampled/internal/sampler"
+	"github.com/sampled/sampled/internal/testwait"
 	"github.com/sampled/sampled/internal/tools"
 	"github.com/sampled/sampled/internal/tools/mcptest"
 )
@@ -846,7 +847,7 @@ func TestModelCallInterrupted(t *testing.T) {
 			e, store := newEngine(t, loop.Options{Sampler: f.sampler(t, 0), Tools: reg})
 			id := start(t, e, loop.Spec{Messages: prompt("Think hard."), Timeout: tt.timeout})
 			w := watch(t, store, id)
-			waitFor(t, f.arrived, "the model call")
+			testwait.Recv(t, f.arrived, "the model call")
 			if tt.cancel {
 				if err := store.Cancel(context.Background(), id); err != nil {
 					t.Fatalf("Cancel of a running loop: %v", err)
@@ -859,20 +860,8 @@ func TestModelCallInterrupted(t *testing.T) {
 			if d := last(evs); d.Status != tt.wantStatus || d.Success || d.TotalIterations != 0 || d.Error != tt.wantError {
 				t.Errorf("loop.completed = %s, want %s with %q", evs[1].Raw, tt.wantStatus, tt.wantError)
 			}
-			waitFor(t, f.gone, "the upstream request to be abandoned")
+			testwait.Recv(t, f.gone, "the upstream request to be abandoned")
 		})
-	}
-}
-
-// waitFor waits for a value on ch.
-func waitFor(t *testing.T, ch <-chan struct{}, what string) {
-	t.Helper()
-	timer := time.NewTimer(waitTimeout)
-	defer timer.Stop()
-	select {
-	case <-ch:
-	case <-timer.C:
-		t.Fatalf("waiting for %s: nothing within %s", what, waitTimeout)
 	}
 }
 
@@ -1020,7 +1009,7 @@ func TestSnapshotWhileRunning(t *testing.T) {
 	}
 	// Right after Start the run may not have listed its tools yet.
 	check("after Start", nil)
-	waitFor(t, f.arrived, "the model call")
+	testwait.Recv(t, f.arrived, "the model call")
 	check("during the first model call", []string{"std__calculate", "std__now"})
 	if err := store.Cancel(context.Background(), id); err != nil {
 		t.Fatalf("Cancel: %v", err)

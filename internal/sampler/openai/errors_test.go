@@ -15,19 +15,8 @@ import (
 
 	"github.com/sampled/sampled/internal/retry"
 	"github.com/sampled/sampled/internal/sampler"
+	"github.com/sampled/sampled/internal/testwait"
 )
-
-// waitFor receives from ch, failing the test if nothing arrives in time.
-func waitFor(t *testing.T, ch <-chan struct{}, what string) {
-	t.Helper()
-	timer := time.NewTimer(10 * time.Second)
-	defer timer.Stop()
-	select {
-	case <-ch:
-	case <-timer.C:
-		t.Fatalf("timed out waiting for %s", what)
-	}
-}
 
 func helloRequest() *sampler.Request {
 	return &sampler.Request{Model: "gpt-4o", Messages: []sampler.Message{userText("Hello!")}, MaxTokens: 64}
@@ -143,7 +132,7 @@ func TestSilentUpstream(t *testing.T) {
 	if !retry.Retryable(err) {
 		t.Error("a timeout must be retryable")
 	}
-	waitFor(t, f.gone, "the fake to see the client leave")
+	testwait.Recv(t, f.gone, "the fake to see the client leave")
 }
 
 // TestCancel cancels the caller's context while the upstream is working.
@@ -157,7 +146,7 @@ func TestCancel(t *testing.T) {
 		_, err := p.Sample(ctx, helloRequest())
 		errc <- err
 	}()
-	waitFor(t, f.arrived, "the request to reach the fake")
+	testwait.Recv(t, f.arrived, "the request to reach the fake")
 	cancel()
 	err := <-errc
 	if !errors.Is(err, context.Canceled) {
@@ -169,7 +158,7 @@ func TestCancel(t *testing.T) {
 	if retry.Retryable(err) {
 		t.Error("a cancellation must not be retried")
 	}
-	waitFor(t, f.gone, "the fake to see the request end")
+	testwait.Recv(t, f.gone, "the fake to see the request end")
 }
 
 // TestDeadline lets the caller's deadline pass while the upstream works.
@@ -185,7 +174,7 @@ func TestDeadline(t *testing.T) {
 	if ue := asUpstream(t, err); !ue.Timeout {
 		t.Errorf("UpstreamError = %+v, want Timeout", ue)
 	}
-	waitFor(t, f.gone, "the fake to see the request end")
+	testwait.Recv(t, f.gone, "the fake to see the request end")
 }
 
 // TestErrorObject checks how error bodies become the Message and the

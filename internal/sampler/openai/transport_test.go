@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+
+	"github.com/sampled/sampled/internal/testwait"
 )
 
 // TestConnectionReuse sends two waves of 64 concurrent calls, each wave
@@ -56,7 +58,7 @@ func TestConnectionReuse(t *testing.T) {
 			}()
 		}
 		for range calls {
-			waitFor(t, arrived, "a call to reach the upstream")
+			testwait.Recv(t, arrived, "a call to reach the upstream")
 		}
 		mu.Lock()
 		close(release)
