@@ -109,9 +109,7 @@ func (s *server) writeProblem(w http.ResponseWriter, r *http.Request, p Problem)
 	if p.retryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int((p.retryAfter+time.Second-1)/time.Second)))
 	}
-	w.Header().Set("Content-Type", "application/problem+json")
-	w.WriteHeader(p.Status)
-	_ = json.NewEncoder(w).Encode(p)
+	writeBody(w, p.Status, problemMediaType, p)
 }
 
 // bodyError is a request that failed before reaching the domain: a body

@@ -183,6 +183,11 @@ func (s *server) instrument(next http.Handler) http.Handler {
 		w.Header().Set("X-Request-ID", ri.id)
 		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, ri))
 		next.ServeHTTP(&ri.sw, r)
+		if ri.sw.Header().Get("Content-Length") != "" {
+			// The response is complete: send it before counting and
+			// logging it.
+			_ = http.NewResponseController(w).Flush()
+		}
 		route := chi.RouteContext(r.Context()).RoutePattern()
 		if route == "" {
 			route = "unmatched"
@@ -194,10 +199,15 @@ func (s *server) instrument(next http.Handler) http.Handler {
 		d := time.Since(start)
 		stream := strings.HasPrefix(ri.sw.Header().Get("Content-Type"), "text/event-stream")
 		s.httpMetrics.record(route, r.Method, status, d, stream)
-		attrs := append([]slog.Attr{slog.String("requestId", ri.id), slog.String("method", r.Method),
-			slog.String("route", route), slog.Int("status", status), slog.Float64("durationMs", float64(d.Microseconds())/1000)},
-			ri.attrs...)
-		s.log.LogAttrs(r.Context(), slog.LevelInfo, "request", attrs...)
+		// The log line goes to the handler itself: Logger.LogAttrs would
+		// also find the caller's program counter, which nobody reads.
+		if h := s.log.Handler(); h.Enabled(r.Context(), slog.LevelInfo) {
+			rec := slog.NewRecord(time.Now(), slog.LevelInfo, "request", 0)
+			rec.AddAttrs(slog.String("requestId", ri.id), slog.String("method", r.Method), slog.String("route", route),
+				slog.Int("status", status), slog.Float64("durationMs", float64(d.Microseconds())/1000))
+			rec.AddAttrs(ri.attrs...)
+			_ = h.Handle(r.Context(), rec)
+		}
 	})
 }
 
@@ -390,9 +400,36 @@ func dotsToPointer(field string) string {
 }
 
 func (s *server) writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
+	writeBody(w, status, jsonMediaType, v)
+}
+
+// Media types of responses; read-only, shared by every response.
+var (
+	jsonMediaType    = []string{"application/json"}
+	problemMediaType = []string{"application/problem+json"}
+)
+
+// writeBody writes v as JSON with its Content-Length, so that the response
+// is complete once written and instrument can send it before it logs.
+func writeBody(w http.ResponseWriter, status int, contentType []string, v any) {
+	buf := bodyBuffers.Get().(*bytes.Buffer)
+	defer func() {
+		if buf.Cap() <= maxPooledBody {
+			buf.Reset()
+			bodyBuffers.Put(buf)
+		}
+	}()
+	if err := json.NewEncoder(buf).Encode(v); err != nil {
+		// Only a value sampled made itself can fail to encode.
+		status, contentType = http.StatusInternalServerError, problemMediaType
+		buf.Reset()
+		buf.WriteString(`{"type":"` + problemBase + `internal","title":"Internal error","status":500}` + "\n")
+	}
+	h := w.Header()
+	h["Content-Type"] = contentType
+	h["Content-Length"] = []string{strconv.Itoa(buf.Len())}
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(v)
+	_, _ = w.Write(buf.Bytes())
 }
 
 func (s *server) handleHealthz(w http.ResponseWriter, r *http.Request) {
