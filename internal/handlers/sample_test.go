@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/sampled/sampled/internal/mcpschema"
 	"github.com/sampled/sampled/internal/sampler"
+	"github.com/sampled/sampled/internal/testwait"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -338,6 +340,15 @@ func TestClientGoneCancelsWork(t *testing.T) {
 		t.Error("the request succeeded after its client went away")
 	}
 	http.DefaultTransport.(*http.Transport).CloseIdleConnections()
+	// Counted as 499 (client closed request) and cancelled, never as 200.
+	gone := s.metrics.HTTPRequests.WithLabelValues("/v1/sample", "POST", "499")
+	testwait.Poll(t, time.Millisecond, testwait.Timeout, "the request to be counted", func() bool { return testutil.ToFloat64(gone) == 1 })
+	if n := testutil.ToFloat64(s.metrics.HTTPRequests.WithLabelValues("/v1/sample", "POST", "200")); n != 0 {
+		t.Errorf("counted %v times as 200", n)
+	}
+	if n := testutil.ToFloat64(s.metrics.Samples.WithLabelValues("sample", "plain", "other", "other", "cancelled")); n != 1 {
+		t.Errorf("samples cancelled = %v, want 1", n)
+	}
 }
 
 func TestProblemForUnknownRoute(t *testing.T) {
@@ -354,5 +365,33 @@ func TestProblemForUnknownRoute(t *testing.T) {
 	}
 	if resp.Header.Get("X-Request-ID") == "" {
 		t.Error("no X-Request-ID")
+	}
+}
+
+// TestDeepBodies: a body nesting deeper than the limit is a 400 naming the
+// limit, before anything decodes it; a schema deeper than its own limit is
+// a 400 at /schema, before it is compiled.
+func TestDeepBodies(t *testing.T) {
+	s := startStack(t, 0)
+	deepSchema := strings.Repeat(`{"type":"array","items":`, 70) + `{}` + strings.Repeat(`}`, 70)
+	tests := []struct {
+		name, body, wantPath, wantMessage string
+	}{
+		{"body", `{"prompt":"hi","metadata":` + strings.Repeat("[", 10000) + strings.Repeat("]", 10000) + `}`,
+			"/", "the body nests 10001 levels deep; the limit is 80"},
+		{"schema", `{"prompt":"hi","schema":` + deepSchema + `}`, "/schema", "the schema nests 71 levels deep; the limit is 64"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status, _, out := s.post(t, "/v1/sample", tt.body)
+			errs, _ := out["errors"].([]any)
+			if status != http.StatusBadRequest || len(errs) == 0 {
+				t.Fatalf("status %d: %v", status, out)
+			}
+			first := errs[0].(map[string]any)
+			if diff := cmp.Diff([]any{tt.wantPath, tt.wantMessage}, []any{first["path"], first["message"]}); diff != "" {
+				t.Errorf("first error (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -193,7 +193,12 @@ func (s *server) instrument(next http.Handler) http.Handler {
 			route = "unmatched"
 		}
 		status := ri.sw.status
-		if status == 0 {
+		switch {
+		case status == 0 && r.Context().Err() != nil:
+			// The client went away before an answer was written: nginx's
+			// 499, never the 200 net/http would report.
+			status = statusClientClosedRequest
+		case status == 0:
 			status = http.StatusOK
 		}
 		d := time.Since(start)
@@ -210,6 +215,10 @@ func (s *server) instrument(next http.Handler) http.Handler {
 		}
 	})
 }
+
+// statusClientClosedRequest is the status logged and counted for a request
+// whose client went away before its answer (nginx's 499).
+const statusClientClosedRequest = 499
 
 // httpMetrics records requests, with the series of each route, method and
 // status looked up once.
@@ -272,6 +281,10 @@ var bodyBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 const maxPooledBody = 64 << 10
 
+// maxBodyDepth bounds how deeply a request body nests JSON objects and
+// arrays.
+const maxBodyDepth = sampler.MaxSchemaDepth + 16
+
 // decodeBody reads a JSON body of at most maxBody bytes into dst. With
 // strict set, unknown top-level members are errors; nested MCP objects stay
 // open, as MCP leaves them.
@@ -297,6 +310,11 @@ func (s *server) decodeBody(w http.ResponseWriter, r *http.Request, dst any, str
 				detail: fmt.Sprintf("the body exceeds %d bytes", s.maxBody)}
 		}
 		return fmt.Errorf("read body: %w", err)
+	}
+	// encoding/json allows 10000 levels; a body has no use for more than
+	// a schema's (sampler.MaxSchemaDepth) and a few of its own.
+	if d := sampler.JSONDepth(buf.Bytes()); d > maxBodyDepth {
+		return badJSON("/", fmt.Sprintf("the body nests %d levels deep; the limit is %d", d, maxBodyDepth))
 	}
 	// Decoding copies what it keeps (strings, json.RawMessage): buf can be
 	// reused once it is done.

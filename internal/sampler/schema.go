@@ -146,6 +146,14 @@ func (c *SchemaCache) Compile(raw json.RawMessage, base string) (*Schema, error)
 }
 
 func compileSchema(raw json.RawMessage, base string) (*Schema, error) {
+	// Bounded before anything else: compiling a deep schema costs time
+	// and memory far beyond its size.
+	if len(raw) > MaxSchemaBytes {
+		return nil, Invalid(base, "the schema is %d bytes; the limit is %d", len(raw), MaxSchemaBytes)
+	}
+	if d := JSONDepth(raw); d > MaxSchemaDepth {
+		return nil, Invalid(base, "the schema nests %d levels deep; the limit is %d", d, MaxSchemaDepth)
+	}
 	var doc any
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
