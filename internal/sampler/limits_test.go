@@ -55,3 +55,18 @@ func TestSchemaLimits(t *testing.T) {
 		})
 	}
 }
+
+// TestUnknownFormatIsAnAnnotation: a format the validator does not know
+// constrains nothing (JSON Schema 2020-12), while a known one is asserted.
+func TestUnknownFormatIsAnAnnotation(t *testing.T) {
+	s, err := NewSchemaCache(0).Compile(json.RawMessage(`{"type":"object","properties":{"a":{"type":"string","format":"x-made-up"},"b":{"type":"string","format":"email"}}}`), "/schema")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if errs := s.Validate(json.RawMessage(`{"a":"anything","b":"a@example.com"}`)); errs != nil {
+		t.Errorf("unknown format refused a value: %v", errs)
+	}
+	if errs := s.Validate(json.RawMessage(`{"b":"not an email"}`)); len(errs) == 0 {
+		t.Error("a known format was not asserted")
+	}
+}

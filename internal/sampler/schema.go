@@ -171,6 +171,11 @@ func compileSchema(raw json.RawMessage, base string) (*Schema, error) {
 		delete(comp.Loaders, scheme)
 	}
 	comp.SetAssertFormat(true)
+	// Known formats are asserted; unknown ones are annotations, as 2020-12
+	// says, never a reason to refuse every answer.
+	for name := range unknownFormats(doc) {
+		comp.RegisterFormat(name, func(any) bool { return true })
+	}
 	s, err := comp.Compile(raw)
 	if err != nil {
 		return nil, Invalid(base, "invalid JSON Schema: %s", compileMessage(err))
@@ -179,6 +184,35 @@ func compileSchema(raw json.RawMessage, base string) (*Schema, error) {
 		return nil, Invalid(base, "invalid JSON Schema: $ref %q cannot be resolved (only local references are allowed)", refs[0])
 	}
 	return &Schema{s: s}, nil
+}
+
+// unknownFormats returns the values of "format" keywords in doc that the
+// validator does not know.
+func unknownFormats(doc any) map[string]bool {
+	var out map[string]bool
+	var walk func(v any)
+	walk = func(v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			for k, c := range x {
+				if name, ok := c.(string); ok && k == "format" {
+					if _, known := jsonschema.Formats[name]; !known {
+						if out == nil {
+							out = map[string]bool{}
+						}
+						out[name] = true
+					}
+				}
+				walk(c)
+			}
+		case []any:
+			for _, c := range x {
+				walk(c)
+			}
+		}
+	}
+	walk(doc)
+	return out
 }
 
 // compileMessage keeps the library's message short and free of Go types.
