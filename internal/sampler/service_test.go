@@ -161,6 +161,12 @@ func TestRequestChecks(t *testing.T) {
 		}}}, wantPath: "/messages/0/content/0/toolUseId"},
 		{name: "bad role", p: Params{Request: Request{MaxTokens: 10, Messages: []Message{{Role: "system", Content: []Content{TextBlock("x")}}}}}, wantPath: "/messages/0/role"},
 		{name: "forced unknown tool", p: Params{Request: Request{Messages: userText("hi"), MaxTokens: 10, Tools: tools(t, weatherTool), ToolChoice: &ToolChoice{Mode: "tool", Name: "nope"}}}, wantPath: "/toolChoice/name"},
+		{name: "image data not base64", p: Params{Request: Request{MaxTokens: 10, Messages: []Message{
+			{Role: RoleUser, Content: []Content{{Type: BlockImage, Data: "not base64!", MIMEType: "image/png"}}},
+		}}}, wantPath: "/messages/0/content/0/data"},
+		{name: "audio with an image media type", p: Params{Request: Request{MaxTokens: 10, Messages: []Message{
+			{Role: RoleUser, Content: []Content{{Type: BlockAudio, Data: "UklGRg==", MIMEType: "image/png"}}},
+		}}}, wantPath: "/messages/0/content/0/mimeType"},
 		{name: "tool schema not an object", p: Params{Request: Request{Messages: userText("hi"), MaxTokens: 10, Tools: tools(t, `{"name":"x","inputSchema":{"type":"string"}}`)}}, wantPath: "/tools/0/inputSchema/type"},
 	}
 	for _, tt := range tests {

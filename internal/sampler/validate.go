@@ -1,8 +1,11 @@
 package sampler
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"mime"
+	"strings"
 )
 
 // checkRequest applies the rules a request must satisfy before any provider
@@ -104,6 +107,15 @@ func checkMessages(msgs []Message, add func(path, format string, args ...any)) {
 			case BlockImage, BlockAudio:
 				if c.Data == "" || c.MIMEType == "" {
 					add(bat, "%s blocks need data and mimeType", c.Type)
+					break
+				}
+				// A provider would refuse them, and its 400 would reach the
+				// client as a 502.
+				if mt, _, err := mime.ParseMediaType(c.MIMEType); err != nil || !strings.HasPrefix(mt, c.Type+"/") {
+					add(bat+"/mimeType", "%q is not an %s media type (%s/...)", c.MIMEType, c.Type, c.Type)
+				}
+				if _, err := base64.StdEncoding.DecodeString(c.Data); err != nil {
+					add(bat+"/data", "data must be base64 (RFC 4648 with padding): %v", err)
 				}
 			case BlockToolUse:
 				if m.Role != RoleAssistant {
