@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sampled/sampled/internal/sampler"
 )
@@ -104,8 +105,34 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	s.writeProblem(w, r, p)
 }
 
+// A problem never echoes megabytes of its request: each text member is cut
+// to maxEchoBytes and the errors to maxErrors.
+const (
+	maxEchoBytes = 256
+	maxErrors    = 50
+)
+
+// clip cuts s to at most n bytes on a rune boundary, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "…"
+}
+
 func (s *server) writeProblem(w http.ResponseWriter, r *http.Request, p Problem) {
-	p.Instance = r.URL.Path
+	p.Instance = clip(r.URL.Path, maxEchoBytes)
+	p.Detail = clip(p.Detail, maxEchoBytes)
+	if len(p.Errors) > maxErrors {
+		p.Errors = p.Errors[:maxErrors]
+	}
+	for i, e := range p.Errors {
+		p.Errors[i] = sampler.FieldError{Path: clip(e.Path, maxEchoBytes), Message: clip(e.Message, maxEchoBytes)}
+	}
 	if p.retryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int((p.retryAfter+time.Second-1)/time.Second)))
 	}

@@ -167,7 +167,7 @@ func (s *server) sampled(ctx context.Context, endpoint string, p *sampler.Params
 		}
 		attrs = append(attrs, slog.Int("attempts", ex.Attempts))
 	default:
-		attrs = append(attrs, slog.String("error", err.Error()))
+		attrs = append(attrs, slog.String("error", clip(err.Error(), maxEchoBytes)))
 	}
 	addLog(ctx, attrs...)
 }

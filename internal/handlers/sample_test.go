@@ -395,3 +395,20 @@ func TestDeepBodies(t *testing.T) {
 		})
 	}
 }
+
+// TestProblemsEchoLittle: a problem about a huge input names it, cut short:
+// a 1 MB tool name does not come back twice in the answer.
+func TestProblemsEchoLittle(t *testing.T) {
+	s := startStack(t, 0)
+	name := strings.Repeat("n", 1<<20)
+	body := `{"prompt":"hi","tools":[{"name":"get_weather","inputSchema":{"type":"object"}}],"toolChoice":{"mode":"tool","name":"` + name + `"}}`
+	resp, err := http.Post(s.url+"/v1/sample", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusBadRequest || len(raw) > 4096 || !strings.Contains(string(raw), "/toolChoice/name") {
+		t.Fatalf("status %d, %d bytes: %.300s", resp.StatusCode, len(raw), raw)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path"
+	"slices"
 	"sync"
 	"time"
 
@@ -176,6 +177,16 @@ func (e *Engine) Start(ctx context.Context, spec Spec) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	defs, names := []sampler.Tool(nil), []string{}
+	for _, t := range e.o.Tools.Tools() {
+		if allowed(spec.AllowedTools, t.Name) {
+			defs = append(defs, sampler.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema})
+			names = append(names, t.Name)
+		}
+	}
+	if tc := spec.ToolChoice; tc != nil && tc.Mode == sampler.ToolChoiceTool && !slices.Contains(names, tc.Name) {
+		return "", sampler.Invalid("/toolChoice/name", "toolChoice names tool %q, which is not among the tools this loop may use", tc.Name)
+	}
 	e.mu.Lock()
 	if e.closing.Err() != nil {
 		e.mu.Unlock()
@@ -185,13 +196,6 @@ func (e *Engine) Start(ctx context.Context, spec Spec) (string, error) {
 	e.mu.Unlock()
 	id := newID("loop_")
 	trace := newID("")
-	defs, names := []sampler.Tool(nil), []string{}
-	for _, t := range e.o.Tools.Tools() {
-		if allowed(spec.AllowedTools, t.Name) {
-			defs = append(defs, sampler.Tool{Name: t.Name, Description: t.Description, InputSchema: t.InputSchema})
-			names = append(names, t.Name)
-		}
-	}
 	snap := &Snapshot{ID: id, TraceID: trace, Status: StatusRunning, Tools: names, MaxIterations: lim.maxIterations,
 		TimeoutMs: lim.timeout.Milliseconds(), Messages: spec.Messages, CreatedAt: time.Now().UTC()}
 	b, _ := json.Marshal(snap)

@@ -786,6 +786,9 @@ func TestInvalidSpec(t *testing.T) {
 		{"unknown model", loop.Spec{Messages: msgs, ModelSpec: "nope/x"}, []string{"/model"}},
 		{"maxTokens negative", loop.Spec{Messages: msgs, MaxTokens: ptr(-5)}, []string{"/maxTokens"}},
 		{"temperature out of range", loop.Spec{Messages: msgs, Temperature: ptr(3.0)}, []string{"/temperature"}},
+		{"forced tool that does not exist", loop.Spec{Messages: msgs, ToolChoice: &sampler.ToolChoice{Mode: sampler.ToolChoiceTool, Name: "nope"}}, []string{"/toolChoice/name"}},
+		{"forced tool not allowed", loop.Spec{Messages: msgs, AllowedTools: []string{"std__now"},
+			ToolChoice: &sampler.ToolChoice{Mode: sampler.ToolChoiceTool, Name: "std__calculate"}}, []string{"/toolChoice/name"}},
 		{"several", loop.Spec{MaxIterations: ptr(101), Timeout: ptr[time.Duration](-1), AllowedTools: []string{"["}},
 			[]string{"/messages", "/maxIterations", "/timeoutMs", "/allowedTools/0"}},
 	}
