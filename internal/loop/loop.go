@@ -185,7 +185,8 @@ func (e *Engine) Start(ctx context.Context, spec Spec) (string, error) {
 		}
 	}
 	if tc := spec.ToolChoice; tc != nil && tc.Mode == sampler.ToolChoiceTool && !slices.Contains(names, tc.Name) {
-		return "", sampler.Invalid("/toolChoice/name", "toolChoice names tool %q, which is not among the tools this loop may use", tc.Name)
+		return "", sampler.InvalidAll([]sampler.FieldError{{Path: "/toolChoice/name",
+			Message: fmt.Sprintf("toolChoice names tool %q, which is not among the tools this loop may use", tc.Name)}})
 	}
 	e.mu.Lock()
 	if e.closing.Err() != nil {
