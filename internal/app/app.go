@@ -79,6 +79,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 		Schemas:          schemas,
 		DefaultMaxTokens: pc.Server.DefaultMaxTokens,
 		CallTimeout:      time.Duration(pc.CallTimeout),
+		RequestTimeout:   time.Duration(pc.RequestTimeout),
 	})
 	if err != nil {
 		return nil, err

@@ -38,6 +38,9 @@ type Config struct {
 	Providers []Provider `yaml:"providers"`
 	// CallTimeout bounds each upstream call; 0 means 120 s.
 	CallTimeout Duration `yaml:"callTimeout"`
+	// RequestTimeout bounds a whole sampling request, retries and
+	// fallbacks included; 0 means 5 min.
+	RequestTimeout Duration `yaml:"requestTimeout"`
 	// ResponseHeaderTimeout bounds the wait for an upstream's response
 	// headers; 0 means the provider's default.
 	ResponseHeaderTimeout Duration `yaml:"responseHeaderTimeout"`
@@ -188,12 +191,17 @@ func Load(getenv func(string) string, readFile func(string) ([]byte, error)) (*C
 			return nil, fmt.Errorf("config: %w", err)
 		}
 	}
-	if v := getenv("SAMPLED_CALL_TIMEOUT"); v != "" {
-		d, err := time.ParseDuration(v)
-		if err != nil || d <= 0 {
-			return nil, fmt.Errorf("config: SAMPLED_CALL_TIMEOUT: want a duration such as 90s, got %q", v)
+	for _, e := range []struct {
+		name string
+		dst  *Duration
+	}{{"SAMPLED_CALL_TIMEOUT", &c.CallTimeout}, {"SAMPLED_REQUEST_TIMEOUT", &c.RequestTimeout}} {
+		if v := getenv(e.name); v != "" {
+			d, err := time.ParseDuration(v)
+			if err != nil || d <= 0 {
+				return nil, fmt.Errorf("config: %s: want a duration such as 90s, got %q", e.name, v)
+			}
+			*e.dst = Duration(d)
 		}
-		c.CallTimeout = Duration(d)
 	}
 	if err := c.resolve(getenv, readFile); err != nil {
 		return nil, fmt.Errorf("config: %w", err)

@@ -33,10 +33,10 @@ func ids(c *Config) []string {
 	return out
 }
 
-func TestCallTimeoutFromEnv(t *testing.T) {
-	c, err := Load(env(map[string]string{"SAMPLED_CALL_TIMEOUT": "45s"}), nil)
-	if err != nil || time.Duration(c.CallTimeout) != 45*time.Second {
-		t.Fatalf("CallTimeout = %v, %v; want 45s", time.Duration(c.CallTimeout), err)
+func TestTimeoutsFromEnv(t *testing.T) {
+	c, err := Load(env(map[string]string{"SAMPLED_CALL_TIMEOUT": "45s", "SAMPLED_REQUEST_TIMEOUT": "2m"}), nil)
+	if err != nil || time.Duration(c.CallTimeout) != 45*time.Second || time.Duration(c.RequestTimeout) != 2*time.Minute {
+		t.Fatalf("CallTimeout, RequestTimeout = %v, %v, %v; want 45s, 2m", time.Duration(c.CallTimeout), time.Duration(c.RequestTimeout), err)
 	}
 }
 

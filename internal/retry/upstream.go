@@ -34,8 +34,9 @@ type Upstream struct {
 	BaseDelay time.Duration
 	// MaxDelay caps the exponential backoff; 0 (or negative) means 8s.
 	MaxDelay time.Duration
-	// RetryAfterCap caps an upstream's Retry-After: a longer hint is
-	// replaced by it; 0 (or negative) means 30s.
+	// RetryAfterCap is the longest Retry-After Do waits: an upstream that
+	// asks for a longer wait is not retried, so that its error, hint
+	// included, reaches the caller at once; 0 (or negative) means 30s.
 	RetryAfterCap time.Duration
 	// Rand returns a number in [0,1) for the jitter; nil means
 	// math/rand/v2's Float64. Values outside [0,1) are clamped into it.
@@ -117,6 +118,9 @@ func (p Upstream) Do(ctx context.Context, fn func(ctx context.Context) error) er
 		if cerr := ctx.Err(); cerr != nil {
 			return interrupted(cerr, attempt, err)
 		}
+		if hint, ok := retryAfter(err); ok && hint > p.retryAfterCap() {
+			return err
+		}
 		delay := p.Delay(attempt, err)
 		if deadline, ok := ctx.Deadline(); ok && !time.Now().Add(delay).Before(deadline) {
 			return interrupted(context.DeadlineExceeded, attempt, err)
@@ -160,15 +164,21 @@ func interrupted(ctxErr error, attempt int, last error) error {
 // Rand() * min(MaxDelay, BaseDelay * 2^(attempt-1)); an attempt below 1
 // counts as 1.
 func (p Upstream) Delay(attempt int, err error) time.Duration {
+	if d, ok := retryAfter(err); ok {
+		return min(max(d, 0), p.retryAfterCap())
+	}
+	return time.Duration(p.rand() * float64(p.backoff(attempt)))
+}
+
+// retryAfter returns the Retry-After hint of err, if it carries one.
+func retryAfter(err error) (time.Duration, bool) {
 	var h interface {
 		RetryAfterHint() (time.Duration, bool)
 	}
 	if errors.As(err, &h) {
-		if d, ok := h.RetryAfterHint(); ok {
-			return min(max(d, 0), p.retryAfterCap())
-		}
+		return h.RetryAfterHint()
 	}
-	return time.Duration(p.rand() * float64(p.backoff(attempt)))
+	return 0, false
 }
 
 // backoff returns min(MaxDelay, BaseDelay * 2^(attempt-1)) without

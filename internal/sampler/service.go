@@ -36,6 +36,9 @@ type Options struct {
 	// CallTimeout bounds each upstream call, even one whose server accepted
 	// the connection and then said nothing; 0 means 120 s.
 	CallTimeout time.Duration
+	// RequestTimeout bounds a whole request: every attempt, upstream retry,
+	// wait and fallback; 0 means 5 minutes.
+	RequestTimeout time.Duration
 }
 
 // DefaultMaxTokens is the maxTokens of a request that gives none, unless
@@ -52,6 +55,7 @@ type Service struct {
 	defaultMaxTokens int
 	schemas          *SchemaCache
 	callTimeout      time.Duration
+	requestTimeout   time.Duration
 }
 
 // New checks that every catalog model has a provider and returns a Service.
@@ -68,9 +72,13 @@ func New(o Options) (*Service, error) {
 		defaultMaxTokens: o.DefaultMaxTokens,
 		schemas:          o.Schemas,
 		callTimeout:      o.CallTimeout,
+		requestTimeout:   o.RequestTimeout,
 	}
 	if s.callTimeout <= 0 {
 		s.callTimeout = 120 * time.Second
+	}
+	if s.requestTimeout <= 0 {
+		s.requestTimeout = 5 * time.Minute
 	}
 	if s.observe == nil {
 		s.observe = nopObserver{}
@@ -101,6 +109,8 @@ func (s *Service) DefaultMaxTokens() int { return s.defaultMaxTokens }
 // Sample runs one attempt in the mode the params select. In schema mode a
 // bad answer is reported in Result.ParseError, not retried.
 func (s *Service) Sample(ctx context.Context, p *Params) (*Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.requestTimeout)
+	defer cancel()
 	start := time.Now()
 	var up time.Duration
 	defer func() { s.observe.Overhead(time.Since(start) - up) }()
@@ -153,6 +163,8 @@ func (s *Service) SampleTools(ctx context.Context, p *Params) (*Result, error) {
 }
 
 func (s *Service) guaranteed(ctx context.Context, p *Params, method string) (*Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.requestTimeout)
+	defer cancel()
 	start := time.Now()
 	var up time.Duration
 	defer func() { s.observe.Overhead(time.Since(start) - up) }()

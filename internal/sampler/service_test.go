@@ -311,3 +311,41 @@ func TestUpstreamRetryThenFallback(t *testing.T) {
 		t.Errorf("err = %v after %d+%d calls; want the 400 after one call, no fallback", err, len(f.p.got), len(f.q.got))
 	}
 }
+
+// TestLongRetryAfterFailsAtOnce: an upstream asking for a longer wait than
+// the retry policy allows, or than the request has left, is not waited
+// for: the 503 and its Retry-After reach the caller at once.
+func TestLongRetryAfterFailsAtOnce(t *testing.T) {
+	unavailable := func(after time.Duration) func(*Request) (*Response, error) {
+		return func(*Request) (*Response, error) {
+			return nil, &UpstreamError{Provider: "p", Status: 503, RetryAfter: after}
+		}
+	}
+	tests := []struct {
+		name           string
+		after          time.Duration
+		requestTimeout time.Duration
+	}{
+		{"longer than the policy's cap", time.Hour, time.Hour},
+		{"longer than the request has left", 20 * time.Second, 5 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &script{name: "p", replies: []func(*Request) (*Response, error){unavailable(tt.after), text("late")}}
+			svc, err := New(Options{Providers: []Provider{p}, Catalog: NewCatalog([]Model{{Provider: "p", Name: "m1"}}, ""),
+				RequestTimeout: tt.requestTimeout})
+			if err != nil {
+				t.Fatal(err)
+			}
+			start := time.Now()
+			_, err = svc.Sample(context.Background(), &Params{Request: Request{Messages: userText("hi"), MaxTokens: 5}})
+			var up *UpstreamError
+			if !errors.As(err, &up) || up.Status != 503 || up.RetryAfter != tt.after {
+				t.Fatalf("err = %v, want the 503 with its Retry-After", err)
+			}
+			if len(p.got) != 1 || time.Since(start) > time.Second {
+				t.Errorf("%d calls in %s; want one call and no wait", len(p.got), time.Since(start))
+			}
+		})
+	}
+}
