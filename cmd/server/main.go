@@ -91,7 +91,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	// store's closing ends the other streams. Shutdown waits for them.
 	srv.RegisterOnShutdown(a.Drain)
 	fmt.Fprintf(stdout, "listening on %s\n", ln.Addr())
-	log.Info("listening", "addr", ln.Addr().String(), "models", len(a.Catalog.Models()), "default", a.Catalog.Default().ID())
+	var models []string
+	for _, m := range a.Catalog.Models() {
+		models = append(models, m.ID())
+	}
+	// What answers, said once at start: never a surprise offline answer.
+	log.Info("listening", "addr", ln.Addr().String(), "models", models, "default", a.Catalog.Default().ID())
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

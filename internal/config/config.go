@@ -185,6 +185,26 @@ func Load(getenv func(string) string, readFile func(string) ([]byte, error)) (*C
 		if err != nil {
 			return nil, fmt.Errorf("config: %s: %w", path, err)
 		}
+		// A file without providers of its own takes the one of the
+		// SAMPLING_* variables; a file with some and the variables as well
+		// is refused: never offline answers where a real provider was
+		// asked for.
+		if typ := getenv("SAMPLING_PROVIDER"); typ != "" && typ != TypeOffline {
+			if len(c.Providers) > 1 || c.Providers[0].Type != TypeOffline {
+				return nil, fmt.Errorf("config: SAMPLING_PROVIDER=%s and %s both name providers: list them in one place", typ, path)
+			}
+			env, err := fromEnv(getenv)
+			if err != nil {
+				return nil, fmt.Errorf("config: %w", err)
+			}
+			c.Providers = env.Providers
+			if c.Default == "" {
+				c.Default = env.Default
+			}
+			if err := c.check(); err != nil {
+				return nil, fmt.Errorf("config: %s: %w", path, err)
+			}
+		}
 	} else {
 		var err error
 		if c, err = fromEnv(getenv); err != nil {

@@ -40,6 +40,29 @@ func TestTimeoutsFromEnv(t *testing.T) {
 	}
 }
 
+// TestFileAndEnvProviders: a file without providers takes the provider of
+// the SAMPLING_* variables; a file with providers and the variables too is
+// refused, so that a real provider asked for is never served offline.
+func TestFileAndEnvProviders(t *testing.T) {
+	mcpOnly := "mcpServers:\n  git: {command: git-mcp}\n"
+	c, err := Load(env(map[string]string{"SAMPLED_CONFIG": "c.yaml", "SAMPLING_PROVIDER": "openai", "SAMPLING_API_KEY": "sk-1"}),
+		files(map[string]string{"c.yaml": mcpOnly}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"openai/gpt-4o-mini", "offline/default", "offline/flaky", "offline/broken"}, ids(c)); diff != "" {
+		t.Errorf("models (-want +got):\n%s", diff)
+	}
+	if c.Default != "openai/gpt-4o-mini" || len(c.MCPServers) != 1 {
+		t.Errorf("default %q, %d MCP servers; want openai/gpt-4o-mini and the file's server", c.Default, len(c.MCPServers))
+	}
+	_, err = Load(env(map[string]string{"SAMPLED_CONFIG": "c.yaml", "SAMPLING_PROVIDER": "openai", "SAMPLING_API_KEY": "sk-1"}),
+		files(map[string]string{"c.yaml": "providers:\n  - name: local\n    type: ollama\n    models: [{name: m}]\n"}))
+	if err == nil || !strings.Contains(err.Error(), "both name providers") {
+		t.Errorf("err = %v, want a refusal naming both", err)
+	}
+}
+
 func TestServerFromEnv(t *testing.T) {
 	c, err := Load(env(nil), nil)
 	if err != nil {
