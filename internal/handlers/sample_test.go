@@ -412,3 +412,14 @@ func TestProblemsEchoLittle(t *testing.T) {
 		t.Fatalf("status %d, %d bytes: %.300s", resp.StatusCode, len(raw), raw)
 	}
 }
+
+// TestSmallSchemaHugeAnswer: a 171-byte schema whose every value weighs
+// gigabytes is refused with a 400 at /schema, not answered with megabytes.
+func TestSmallSchemaHugeAnswer(t *testing.T) {
+	s := startStack(t, 0)
+	schema := `{"type":"array","minItems":10000,"items":{"type":"array","minItems":10000,"items":{"type":"string","minLength":100}}}`
+	status, _, out := s.post(t, "/v1/sample", `{"prompt":"x","schema":`+schema+`}`)
+	if status != http.StatusBadRequest || !contains(errorPaths(out), "/schema") {
+		t.Fatalf("status %d: %.300v", status, out)
+	}
+}

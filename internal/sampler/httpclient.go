@@ -1,6 +1,9 @@
 package sampler
 
 import (
+	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"time"
 )
@@ -26,5 +29,59 @@ func NewHTTPClient(responseHeaderTimeout time.Duration) *http.Client {
 	t.MaxIdleConns = MaxIdleConns
 	t.MaxIdleConnsPerHost = MaxIdleConns
 	t.ResponseHeaderTimeout = responseHeaderTimeout
-	return &http.Client{Transport: t}
+	return &http.Client{Transport: replyLimit{t}}
+}
+
+// MaxReplyBytes is the most a provider's client reads of one reply: a
+// larger one fails with ErrReplyTooLarge instead of filling memory.
+const MaxReplyBytes = 16 << 20
+
+// ErrReplyTooLarge is a reply longer than MaxReplyBytes.
+var ErrReplyTooLarge = fmt.Errorf("the reply exceeds %d MiB", MaxReplyBytes>>20)
+
+// replyLimit is a RoundTripper whose replies are cut at MaxReplyBytes.
+type replyLimit struct{ next *http.Transport }
+
+// Base returns the transport underneath, whose settings tests check.
+func (l replyLimit) Base() *http.Transport { return l.next }
+
+func (l replyLimit) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := l.next.RoundTrip(req)
+	if err != nil {
+		return nil, err
+	}
+	left := int64(MaxReplyBytes)
+	if resp.ContentLength > MaxReplyBytes {
+		left = 0 // the first read fails: nothing is read of it
+	}
+	resp.Body = &limitedBody{ReadCloser: resp.Body, left: left}
+	return resp, nil
+}
+
+// limitedBody fails with ErrReplyTooLarge once it has read its limit and
+// more remains. The adapters see the error where they read the body, with
+// the reply's status.
+type limitedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *limitedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		// One byte more tells a body of exactly the limit from a longer one.
+		var one [1]byte
+		if n, err := b.ReadCloser.Read(one[:]); n > 0 || !errors.Is(err, io.EOF) {
+			if n > 0 {
+				return 0, ErrReplyTooLarge
+			}
+			return 0, err
+		}
+		return 0, io.EOF
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	return n, err
 }

@@ -42,7 +42,14 @@ const (
 	// maxTries is how often the errors at one place change its value before
 	// it is left out (an optional member) or its parent changes instead.
 	maxTries = 3
+	// MaxAnswerBytes bounds one generated value: a schema whose values are
+	// all larger is refused (ErrTooLarge) rather than answered.
+	MaxAnswerBytes = 1 << 20
 )
+
+// ErrTooLarge is the error of a schema no value of which fits in
+// MaxAnswerBytes.
+var ErrTooLarge = fmt.Errorf("the schema asks for a value larger than the %d bytes an offline answer may weigh", MaxAnswerBytes)
 
 // generate returns a value for the JSON Schema raw, whose compiled form is
 // compiled, and whether it validates. seed varies free-form strings. It
@@ -73,6 +80,14 @@ func generate(ctx context.Context, compiled *sampler.Schema, raw json.RawMessage
 		g.budget = genBudget
 		clear(g.optional)
 		val, _ := g.gen(conj{nodes: nodes}, state{variant: g.tries[""]})
+		if len(val) > MaxAnswerBytes {
+			// Generating again leaves out optional parts only; what the
+			// schema requires stays as large.
+			if best == nil {
+				return nil, false, ErrTooLarge
+			}
+			break
+		}
 		errs := compiled.Validate(val)
 		if len(errs) == 0 {
 			return val, true, nil

@@ -242,6 +242,9 @@ func (p *Provider) schemaAnswer(ctx context.Context, req *sampler.Request, model
 		return nil, "", fmt.Errorf("offline: schema: %w", err)
 	}
 	raw, _, err := generate(ctx, compiled, req.Schema, taskText(req), false)
+	if errors.Is(err, ErrTooLarge) {
+		return nil, "", sampler.Invalid("/schema", "%s", err.Error())
+	}
 	if err != nil {
 		return nil, "", err
 	}

@@ -3,6 +3,7 @@ package offline
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"strings"
@@ -73,6 +74,9 @@ func (p *Provider) toolsAnswer(ctx context.Context, req *sampler.Request, model 
 		return nil, "", fmt.Errorf("offline: tool %q: %w", tool.Name, err)
 	}
 	input, _, err := generate(ctx, compiled, schema, seed, true)
+	if errors.Is(err, ErrTooLarge) {
+		return nil, "", sampler.Invalid("/tools", "tool %q: %s", tool.Name, err.Error())
+	}
 	if err != nil {
 		return nil, "", fmt.Errorf("offline: tool %q: %w", tool.Name, err)
 	}

@@ -614,8 +614,8 @@ func TestNew(t *testing.T) {
 			if p.client == http.DefaultClient {
 				t.Error("the provider uses http.DefaultClient")
 			}
-			tr, ok := p.client.Transport.(*http.Transport)
-			if !ok || tr.ResponseHeaderTimeout != DefaultResponseHeaderTimeout {
+			base, ok := p.client.Transport.(interface{ Base() *http.Transport })
+			if !ok || base.Base().ResponseHeaderTimeout != DefaultResponseHeaderTimeout {
 				t.Errorf("transport = %T without ResponseHeaderTimeout %v", p.client.Transport, DefaultResponseHeaderTimeout)
 			}
 		})

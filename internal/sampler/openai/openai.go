@@ -16,7 +16,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -32,9 +31,9 @@ const (
 	DefaultResponseHeaderTimeout = 60 * time.Second
 )
 
-// MaxReplyBytes is the most a provider reads of a reply: a larger one is
-// an upstream error, not a larger allocation.
-const MaxReplyBytes = 16 << 20
+// MaxReplyBytes is the most the adapter reads of a reply, the bound every
+// provider's client has.
+const MaxReplyBytes = sampler.MaxReplyBytes
 
 // jsonMediaType is the value of the Content-Type and Accept headers of every
 // request; requests share it and nothing modifies it.
@@ -152,9 +151,8 @@ func (p *Provider) Sample(ctx context.Context, req *sampler.Request) (*sampler.R
 	buf := p.buffer()
 	defer p.release(buf)
 	if err := readReply(buf, resp); err != nil {
-		if errors.Is(err, errTooLarge) {
-			return nil, &sampler.UpstreamError{Provider: p.name, Status: resp.StatusCode,
-				Message: fmt.Sprintf("the reply exceeds %d MiB", MaxReplyBytes>>20)}
+		if errors.Is(err, sampler.ErrReplyTooLarge) {
+			return nil, &sampler.UpstreamError{Provider: p.name, Status: resp.StatusCode, Message: err.Error()}
 		}
 		return nil, p.transportError(ctx, err)
 	}
@@ -166,25 +164,15 @@ func (p *Provider) Sample(ctx context.Context, req *sampler.Request) (*sampler.R
 	return p.decodeResponse(resp.StatusCode, &cr)
 }
 
-// errTooLarge is a reply longer than MaxReplyBytes.
-var errTooLarge = errors.New("reply too large")
-
-// readReply reads the body of resp into buf, at most MaxReplyBytes.
+// readReply reads the body of resp into buf; the client bounds it at
+// MaxReplyBytes.
 func readReply(buf *bytes.Buffer, resp *http.Response) error {
-	if resp.ContentLength > MaxReplyBytes {
-		return errTooLarge
-	}
-	if resp.ContentLength > 0 {
+	if resp.ContentLength > 0 && resp.ContentLength <= MaxReplyBytes {
 		// Room for the body and the read that meets its end.
 		buf.Grow(int(resp.ContentLength) + bytes.MinRead)
 	}
-	if _, err := buf.ReadFrom(&io.LimitedReader{R: resp.Body, N: MaxReplyBytes + 1}); err != nil {
-		return err
-	}
-	if buf.Len() > MaxReplyBytes {
-		return errTooLarge
-	}
-	return nil
+	_, err := buf.ReadFrom(resp.Body)
+	return err
 }
 
 // buffer returns an empty buffer from the provider's pool.
