@@ -611,7 +611,7 @@ func TestResponsesMatchSpec(t *testing.T) {
 
 		{name: "messages unknown member", method: "POST", path: "/v1/messages", body: `{"maxTokens":10,"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"futureMember":true}`, wantStatus: 200},
 		{name: "messages tool_result answering nothing", method: "POST", path: "/v1/messages", body: `{"maxTokens":10,"messages":[{"role":"user","content":{"type":"tool_result","toolUseId":"nope","content":[]}}]}`, wantStatus: 400,
-			check: wantErrorAt("/messages/0/content/0/toolUseId")},
+			check: wantErrorAt("/messages/0/content/toolUseId")},
 
 		{name: "tools", method: "GET", path: "/v1/tools", wantStatus: 200, check: wantStdTools},
 

@@ -167,6 +167,8 @@ func (r *run) run(parent context.Context, cancel context.CancelCauseFunc) {
 			Request: sampler.Request{Messages: msgs, SystemPrompt: r.spec.SystemPrompt, MaxTokens: r.lim.maxTokens,
 				Temperature: r.spec.Temperature, Tools: r.defs, ToolChoice: choice},
 			ModelSpec: r.spec.ModelSpec, ModelPreferences: r.spec.ModelPreferences,
+			// The loop answers bad calls itself, where the model reads them.
+			LenientToolCalls: true,
 		}
 		if len(r.defs) == 0 {
 			p.ToolChoice = nil
