@@ -609,7 +609,7 @@ func TestResponsesMatchSpec(t *testing.T) {
 		{name: "messages too large", small: true, method: "POST", path: "/v1/messages", body: `{"maxTokens":10,"messages":[{"role":"user","content":{"type":"text","text":"` + strings.Repeat("x", 2000) + `"}}]}`, wantStatus: 413},
 		{name: "messages text/plain", method: "POST", path: "/v1/messages", contentType: "text/plain", body: `{}`, wantStatus: 415, specRejects: true},
 
-		{name: "messages unknown member", method: "POST", path: "/v1/messages", body: `{"maxTokens":10,"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"futureMember":true}`, wantStatus: 200},
+		{name: "messages unknown member", method: "POST", path: "/v1/messages", body: `{"maxTokens":10,"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"futureMember":true}`, wantStatus: 400, specRejects: true, check: wantErrorAt("/futureMember")},
 		{name: "messages tool_result answering nothing", method: "POST", path: "/v1/messages", body: `{"maxTokens":10,"messages":[{"role":"user","content":{"type":"tool_result","toolUseId":"nope","content":[]}}]}`, wantStatus: 400,
 			check: wantErrorAt("/messages/0/content/toolUseId")},
 

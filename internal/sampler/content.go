@@ -3,6 +3,7 @@ package sampler
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"reflect"
@@ -547,6 +548,10 @@ func (tc *ToolChoice) UnmarshalJSON(b []byte) error {
 		DraftDisableParallel   *bool  `json:"disable_parallel_tool_use"`
 	}
 	if err := json.Unmarshal(b, &w); err != nil {
+		var typ *json.UnmarshalTypeError
+		if errors.As(err, &typ) && typ.Field != "" {
+			return &PathError{Path: "/" + typ.Field, Message: fmt.Sprintf("%s must be %s", typ.Field, typ.Type.Kind())}
+		}
 		return fmt.Errorf("toolChoice must be a string or an object with mode")
 	}
 	*tc = ToolChoice{Mode: w.Mode, Name: w.Name}

@@ -49,6 +49,11 @@ func (p *CreateMessageParams) UnmarshalJSON(b []byte) error {
 			return
 		}
 		if err := json.Unmarshal(v, dst); err != nil {
+			var pe *PathError
+			if errors.As(err, &pe) {
+				bad("/"+k+pe.Path, pe.Message)
+				return
+			}
 			var typ *json.UnmarshalTypeError
 			if errors.As(err, &typ) && typ.Field != "" {
 				bad("/"+k+"/"+strings.ReplaceAll(typ.Field, ".", "/"), "must be "+kindName(typ.Value))
