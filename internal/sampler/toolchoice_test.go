@@ -54,7 +54,7 @@ func TestSampleEnforcesToolChoice(t *testing.T) {
 		{name: "required exhausted", choice: &ToolChoice{Mode: ToolChoiceRequired}, replies: fns(text("a"), text("b"), text("c")),
 			wantExhausted: true, wantAttempts: 3, wantKinds: []string{KindNoToolCall, KindNoToolCall, KindNoToolCall}},
 		{name: "forced tool, other called", choice: &ToolChoice{Mode: ToolChoiceTool, Name: "get_time"},
-			replies: fns(call("get_weather", `{"city":"Paris"}`), call("get_time", `{}`)),
+			replies:   fns(call("get_weather", `{"city":"Paris"}`), call("get_time", `{}`)),
 			wantCalls: []string{"get_time"}, wantAttempts: 2, wantKinds: []string{KindWrongTool}, wantCorrection: `requires tool \"get_time\"`},
 		{name: "forced tool, text", choice: &ToolChoice{Mode: ToolChoiceTool, Name: "get_time"}, replies: fns(text("now"), call("get_time", `{}`)),
 			wantCalls: []string{"get_time"}, wantAttempts: 2, wantKinds: []string{KindNoToolCall}, wantCorrection: `tool \"get_time\"`},
