@@ -466,6 +466,26 @@ func jsonKindIs(v json.RawMessage, kind string) bool {
 	return false
 }
 
+// expectedKind names the JSON kind a decoding error wanted: "a string",
+// "a number", "a boolean", "an object" or "an array".
+func expectedKind(e *json.UnmarshalTypeError) string {
+	switch e.Type.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int64, reflect.Int32, reflect.Float64, reflect.Float32:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Pointer:
+		if e.Type.Elem().Kind() == reflect.Bool {
+			return "a boolean"
+		}
+	}
+	return "an object"
+}
+
 func kindName(kind string) string {
 	if kind == "array" || kind == "object" {
 		return "an " + kind
@@ -550,7 +570,7 @@ func (tc *ToolChoice) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &w); err != nil {
 		var typ *json.UnmarshalTypeError
 		if errors.As(err, &typ) && typ.Field != "" {
-			return &PathError{Path: "/" + typ.Field, Message: fmt.Sprintf("%s must be %s", typ.Field, typ.Type.Kind())}
+			return &PathError{Path: "/" + typ.Field, Message: fmt.Sprintf("%s must be %s", typ.Field, expectedKind(typ))}
 		}
 		return fmt.Errorf("toolChoice must be a string or an object with mode")
 	}

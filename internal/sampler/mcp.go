@@ -56,7 +56,7 @@ func (p *CreateMessageParams) UnmarshalJSON(b []byte) error {
 			}
 			var typ *json.UnmarshalTypeError
 			if errors.As(err, &typ) && typ.Field != "" {
-				bad("/"+k+"/"+strings.ReplaceAll(typ.Field, ".", "/"), "must be "+kindName(typ.Value))
+				bad("/"+k+"/"+strings.ReplaceAll(typ.Field, ".", "/"), "must be "+expectedKind(typ))
 				return
 			}
 			bad("/"+k, err.Error())
@@ -149,7 +149,7 @@ func decodeTool(path string, raw json.RawMessage, t *Tool) []FieldError {
 	if err := json.Unmarshal(raw, t); err != nil {
 		var typ *json.UnmarshalTypeError
 		if errors.As(err, &typ) && typ.Field != "" {
-			return []FieldError{{Path: path + "/" + strings.ReplaceAll(typ.Field, ".", "/"), Message: "must be " + kindName(typ.Value)}}
+			return []FieldError{{Path: path + "/" + strings.ReplaceAll(typ.Field, ".", "/"), Message: "must be " + expectedKind(typ)}}
 		}
 		return []FieldError{{Path: path, Message: "not a valid tool"}}
 	}

@@ -78,7 +78,8 @@ type Result struct {
 	Text       string
 	StopReason string
 	Usage      Usage
-	// Attempts counts the model calls of a guaranteed helper (1 otherwise).
+	// Attempts counts the model calls of a guaranteed helper or of Sample
+	// in tools mode, corrective retries included (1 otherwise).
 	Attempts int
 	Duration time.Duration
 	// Parsed is the parsed value in schema mode; JSON null when parsing or

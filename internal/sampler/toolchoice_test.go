@@ -195,3 +195,39 @@ func TestMessageKeepsOpenMembers(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
+
+// TestCreateMessageParamsExtensions checks that members the schema does not
+// define are kept in Extra and written back, and that a member of the wrong
+// type is named by its path.
+func TestCreateMessageParamsExtensions(t *testing.T) {
+	in := `{"maxTokens":5,"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxIterations":3,"allowedToolPatterns":["git__*"]}`
+	var p CreateMessageParams
+	if err := json.Unmarshal([]byte(in), &p); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]json.RawMessage{"maxIterations": json.RawMessage(`3`), "allowedToolPatterns": json.RawMessage(`["git__*"]`)}, p.Extra); diff != "" {
+		t.Errorf("Extra (-want +got):\n%s", diff)
+	}
+	out, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want, got any
+	_ = json.Unmarshal([]byte(in), &want)
+	_ = json.Unmarshal(out, &got)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("round trip (-want +got):\n%s", diff)
+	}
+
+	for body, wantErr := range map[string]string{
+		`{"tools":[{"name":"a","inputSchema":{"type":"object"},"description":5}]}`: "/tools/0/description: must be a string",
+		`{"toolChoice":{"mode":"auto","disable_parallel_tool_use":"yes"}}`:          "/toolChoice/disable_parallel_tool_use: disable_parallel_tool_use must be a boolean",
+		`{"modelPreferences":{"costPriority":"high"}}`:                              "/modelPreferences/costPriority: must be a number",
+	} {
+		var p CreateMessageParams
+		err := json.Unmarshal([]byte(body), &p)
+		if err == nil || err.Error() != wantErr {
+			t.Errorf("%s: error %v, want %s", body, err, wantErr)
+		}
+	}
+}
