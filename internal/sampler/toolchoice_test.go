@@ -221,8 +221,8 @@ func TestCreateMessageParamsExtensions(t *testing.T) {
 
 	for body, wantErr := range map[string]string{
 		`{"tools":[{"name":"a","inputSchema":{"type":"object"},"description":5}]}`: "/tools/0/description: must be a string",
-		`{"toolChoice":{"mode":"auto","disable_parallel_tool_use":"yes"}}`:          "/toolChoice/disable_parallel_tool_use: disable_parallel_tool_use must be a boolean",
-		`{"modelPreferences":{"costPriority":"high"}}`:                              "/modelPreferences/costPriority: must be a number",
+		`{"toolChoice":{"mode":"auto","disable_parallel_tool_use":"yes"}}`:         "/toolChoice/disable_parallel_tool_use: disable_parallel_tool_use must be a boolean",
+		`{"modelPreferences":{"costPriority":"high"}}`:                             "/modelPreferences/costPriority: must be a number",
 	} {
 		var p CreateMessageParams
 		err := json.Unmarshal([]byte(body), &p)
