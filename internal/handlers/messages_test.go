@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 
+	"github.com/sampled/sampled/internal/mcpschema"
 	"github.com/sampled/sampled/internal/sampler"
 )
 
@@ -139,6 +142,61 @@ func TestToolChoiceNoneExhausted(t *testing.T) {
 			}
 			if p.calls.Load() != 3 {
 				t.Errorf("provider called %d times, want 3", p.calls.Load())
+			}
+		})
+	}
+}
+
+// twoTexts is a provider whose answers hold two text blocks.
+type twoTexts struct{}
+
+func (twoTexts) Name() string { return "two" }
+
+func (twoTexts) Sample(context.Context, *sampler.Request) (*sampler.Response, error) {
+	return &sampler.Response{Model: "m", StopReason: sampler.StopEndTurn,
+		Content: []sampler.Content{sampler.TextBlock("Paris."), sampler.TextBlock("It is sunny.")}}, nil
+}
+
+// TestMessagesContentShape checks the result's content: one block without
+// tools in the request (the texts joined), the blocks as they are with
+// tools; both valid CreateMessageResults.
+func TestMessagesContentShape(t *testing.T) {
+	v, err := mcpschema.Load("../../reference/mcp/schema-2025-11-25.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startStack(t, 0, twoTexts{})
+	const (
+		msgs    = `"maxTokens":20,"modelPreferences":{"hints":[{"name":"two/"}]},"messages":[{"role":"user","content":{"type":"text","text":"?"}}]`
+		weather = `{"name":"get_weather","inputSchema":{"type":"object"}}`
+	)
+	for _, tt := range []struct {
+		name, body, want string
+	}{
+		{"without tools", `{` + msgs + `}`, `{"type":"text","text":"Paris.\nIt is sunny."}`},
+		{"with tools", `{` + msgs + `,"tools":[` + weather + `]}`, `[{"type":"text","text":"Paris."},{"type":"text","text":"It is sunny."}]`},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			resp, err := http.Post(s.url+"/v1/messages", "application/json", strings.NewReader(tt.body))
+			if err != nil {
+				t.Fatal(err)
+			}
+			raw, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != 200 {
+				t.Fatalf("status %d: %s", resp.StatusCode, raw)
+			}
+			if err := v.Validate("CreateMessageResult", raw); err != nil {
+				t.Errorf("%v\n%s", err, raw)
+			}
+			var out struct {
+				Content json.RawMessage `json:"content"`
+			}
+			if err := json.Unmarshal(raw, &out); err != nil {
+				t.Fatal(err)
+			}
+			if string(out.Content) != tt.want {
+				t.Errorf("content %s, want %s", out.Content, tt.want)
 			}
 		})
 	}
