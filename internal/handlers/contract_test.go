@@ -609,9 +609,9 @@ func TestResponsesMatchSpec(t *testing.T) {
 		{name: "messages too large", small: true, method: "POST", path: "/v1/messages", body: `{"maxTokens":10,"messages":[{"role":"user","content":{"type":"text","text":"` + strings.Repeat("x", 2000) + `"}}]}`, wantStatus: 413},
 		{name: "messages text/plain", method: "POST", path: "/v1/messages", contentType: "text/plain", body: `{}`, wantStatus: 415, specRejects: true},
 
-		{name: "messages unknown member", method: "POST", path: "/v1/messages", body: `{"maxTokens":10,"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"futureMember":true}`, wantStatus: 200},
+		{name: "messages unknown member", method: "POST", path: "/v1/messages", body: `{"maxTokens":10,"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"futureMember":true}`, wantStatus: 400, specRejects: true, check: wantErrorAt("/futureMember")},
 		{name: "messages tool_result answering nothing", method: "POST", path: "/v1/messages", body: `{"maxTokens":10,"messages":[{"role":"user","content":{"type":"tool_result","toolUseId":"nope","content":[]}}]}`, wantStatus: 400,
-			check: wantErrorAt("/messages/0/content/0/toolUseId")},
+			check: wantErrorAt("/messages/0/content/toolUseId")},
 
 		{name: "tools", method: "GET", path: "/v1/tools", wantStatus: 200, check: wantStdTools},
 
@@ -649,6 +649,20 @@ func TestResponsesMatchSpec(t *testing.T) {
 		{name: "loop cancel running", method: "DELETE", path: "/v1/loops/{hang}", wantStatus: 202, check: wantLoopStatus("cancelling")},
 		{name: "loop cancelled", method: "GET", path: "/v1/loops/{hang}", waitLoop: "hang", wantStatus: 200, check: wantCancelled},
 		{name: "loop events cancelled", method: "GET", path: "/v1/loops/{hang}/events", wantStatus: 200, events: wantEvents(1, []string{"loop.started", "loop.completed"}, "cancelled")},
+
+		{name: "loops list", method: "GET", path: "/v1/loops?limit=1", wantStatus: 200, check: func(t *testing.T, out map[string]any) {
+			if l, _ := out["loops"].([]any); len(l) != 1 || out["next"] == nil {
+				t.Errorf("list %v, want one run and a next cursor", out)
+			}
+		}},
+		{name: "loops list filtered", method: "GET", path: "/v1/loops?status=cancelled&origin=http", wantStatus: 200, check: func(t *testing.T, out map[string]any) {
+			if l, _ := out["loops"].([]any); len(l) != 1 || l[0].(map[string]any)["status"] != "cancelled" {
+				t.Errorf("list %v, want the cancelled run", out)
+			}
+		}},
+		{name: "loops list bad limit", method: "GET", path: "/v1/loops?limit=101", wantStatus: 400, specRejects: true, check: wantErrorAt("/limit")},
+		{name: "loops list bad status", method: "GET", path: "/v1/loops?status=done", wantStatus: 400, specRejects: true, check: wantErrorAt("/status")},
+		{name: "loops list bad cursor", method: "GET", path: "/v1/loops?cursor=nope", wantStatus: 400, check: wantErrorAt("/cursor")},
 
 		{name: "loops start short log", shortLog: true, method: "POST", path: "/v1/loops", body: calcLoop, wantStatus: 201, saveLoop: "short"},
 		{name: "loop events expired", shortLog: true, method: "GET", path: "/v1/loops/{short}/events", waitLoop: "short", wantStatus: 410, check: wantProblem("events-expired")},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"net/http"
@@ -28,6 +29,7 @@ type Loops interface {
 // cancellation (see runs.Store).
 type Runs interface {
 	Snapshot(ctx context.Context, id string) (json.RawMessage, error)
+	List(ctx context.Context, q runs.ListQuery) (runs.Page, error)
 	Subscribe(ctx context.Context, id string, after int64) (runs.Subscription, error)
 	Cancel(ctx context.Context, id string) error
 }
@@ -69,7 +71,7 @@ func (s *server) handleStartLoop(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The engine checks the limits and fills in its defaults.
-	spec := loop.Spec{SystemPrompt: b.SystemPrompt, ModelSpec: b.Model, ModelPreferences: b.ModelPreferences,
+	spec := loop.Spec{Origin: loop.Origin{Kind: loop.OriginHTTP}, SystemPrompt: b.SystemPrompt, ModelSpec: b.Model, ModelPreferences: b.ModelPreferences,
 		AllowedTools: b.AllowedTools, ToolChoice: b.ToolChoice, Temperature: b.Temperature,
 		MaxIterations: b.MaxIterations, MaxTokens: b.MaxTokens}
 	if b.TimeoutMs != nil {
@@ -145,6 +147,100 @@ func (s *server) handleGetLoop(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.writeJSON(w, http.StatusOK, m)
+}
+
+// loopSummary is one run of GET /v1/loops: its snapshot without the
+// transcript, and links.
+type loopSummary struct {
+	ID            string          `json:"id"`
+	TraceID       string          `json:"traceId"`
+	Origin        loop.Origin     `json:"origin"`
+	Status        string          `json:"status"`
+	Model         string          `json:"model,omitempty"`
+	Iterations    int             `json:"iterations"`
+	MaxIterations int             `json:"maxIterations"`
+	Result        string          `json:"result,omitempty"`
+	Error         string          `json:"error,omitempty"`
+	Usage         sampler.Usage   `json:"usage"`
+	CreatedAt     json.RawMessage `json:"createdAt"`
+	FinishedAt    json.RawMessage `json:"finishedAt,omitempty"`
+	Links         loopLinks       `json:"links"`
+}
+
+// Limits of GET /v1/loops.
+const (
+	defaultLoopPage = 20
+	maxLoopPage     = 100
+)
+
+func (s *server) handleListLoops(w http.ResponseWriter, r *http.Request) {
+	qs := r.URL.Query()
+	var errs []sampler.FieldError
+	limit := defaultLoopPage
+	if v := qs.Get("limit"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxLoopPage {
+			errs = append(errs, sampler.FieldError{Path: "/limit", Message: "limit must be an integer from 1 to 100"})
+		}
+		limit = n
+	}
+	status, origin := qs.Get("status"), qs.Get("origin")
+	switch status {
+	case "", loop.StatusRunning, loop.StatusCompleted, loop.StatusMaxIterations, loop.StatusTimeout, loop.StatusCancelled, loop.StatusFailed:
+	default:
+		errs = append(errs, sampler.FieldError{Path: "/status", Message: "status must be one of running, completed, max_iterations, timeout, cancelled, failed"})
+	}
+	if len(errs) > 0 {
+		s.writeError(w, r, sampler.InvalidAll(errs))
+		return
+	}
+	match := func(snap json.RawMessage) bool {
+		var sm struct {
+			Status string      `json:"status"`
+			Origin loop.Origin `json:"origin"`
+		}
+		if json.Unmarshal(snap, &sm) != nil {
+			return false
+		}
+		if sm.Origin.Kind == "" {
+			sm.Origin.Kind = loop.OriginHTTP
+		}
+		switch {
+		case status != "" && sm.Status != status:
+			return false
+		case origin == "":
+			return true
+		case origin == loop.OriginHTTP:
+			return sm.Origin.Kind == loop.OriginHTTP
+		default:
+			return sm.Origin.Kind == loop.OriginMCP && sm.Origin.Server == origin
+		}
+	}
+	page, err := s.runs.List(r.Context(), runs.ListQuery{After: qs.Get("cursor"), Limit: limit, Match: match})
+	if err != nil {
+		if errors.Is(err, runs.ErrCursor) {
+			err = sampler.Invalid("/cursor", "cursor is not one a previous page gave")
+		}
+		s.writeError(w, r, loopError("", err))
+		return
+	}
+	out := struct {
+		Loops []loopSummary `json:"loops"`
+		Next  string        `json:"next,omitempty"`
+	}{Loops: make([]loopSummary, 0, len(page.Runs)), Next: page.Next}
+	for _, run := range page.Runs {
+		var sum loopSummary
+		if err := json.Unmarshal(run.Snapshot, &sum); err != nil {
+			s.writeError(w, r, fmt.Errorf("loop %s: decode snapshot: %w", run.ID, err))
+			return
+		}
+		if sum.Origin.Kind == "" {
+			sum.Origin.Kind = loop.OriginHTTP
+		}
+		sum.ID, sum.Links = run.ID, links(run.ID)
+		out.Loops = append(out.Loops, sum)
+	}
+	s.writeJSON(w, http.StatusOK, out)
 }
 
 func (s *server) handleCancelLoop(w http.ResponseWriter, r *http.Request) {

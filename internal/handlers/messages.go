@@ -1,7 +1,12 @@
 package handlers
 
 import (
+	"fmt"
+	"maps"
 	"net/http"
+	"slices"
+
+	"github.com/kaptinlin/jsonpointer"
 
 	"github.com/sampled/sampled/internal/sampler"
 )
@@ -14,6 +19,15 @@ func (s *server) handleMessages(w http.ResponseWriter, r *http.Request) {
 	var body sampler.CreateMessageParams
 	if err := s.decodeBody(w, r, &body, false); err != nil {
 		s.writeMessagesError(w, r, err)
+		return
+	}
+	// MCP leaves the params open, for extensions; this endpoint takes none.
+	if len(body.Extra) > 0 {
+		var errs []sampler.FieldError
+		for _, k := range slices.Sorted(maps.Keys(body.Extra)) {
+			errs = append(errs, sampler.FieldError{Path: "/" + jsonpointer.EscapeToken(k), Message: fmt.Sprintf("unknown member %q", k)})
+		}
+		s.writeMessagesError(w, r, sampler.InvalidAll(errs))
 		return
 	}
 	p, err := body.Params()

@@ -24,6 +24,7 @@ func (s *server) routes() http.Handler {
 
 	r.Get("/v1/tools", s.handleTools)
 	r.Post("/v1/loops", s.handleStartLoop)
+	r.Get("/v1/loops", s.handleListLoops)
 	r.Get("/v1/loops/{id}", s.handleGetLoop)
 	r.Delete("/v1/loops/{id}", s.handleCancelLoop)
 	r.Get("/v1/loops/{id}/events", s.handleLoopEvents)

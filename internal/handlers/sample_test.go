@@ -61,7 +61,7 @@ func TestSampleBadRequests(t *testing.T) {
 		{"schema and tools", `{"prompt":"a","schema":{"type":"object"},"tools":[` + tool + `]}`, "/tools", 400},
 		{"invalid schema", `{"prompt":"a","schema":{"type":"object","properties":{"n":{"type":"nmber"}}}}`, "/schema/properties/n/type", 400},
 		{"tool_result mixed with text", `{"messages":[{"role":"user","content":{"type":"text","text":"w?"}},{"role":"assistant","content":{"type":"tool_use","id":"c1","name":"get_weather","input":{"city":"Oslo"}}},{"role":"user","content":[{"type":"tool_result","toolUseId":"c1","content":[]},{"type":"text","text":"x"}]}],"tools":[` + tool + `]}`, "/messages/2/content", 400},
-		{"tool_use unanswered", `{"messages":[{"role":"user","content":{"type":"text","text":"w?"}},{"role":"assistant","content":{"type":"tool_use","id":"c1","name":"get_weather","input":{}}},{"role":"user","content":{"type":"text","text":"?"}}]}`, "/messages/1/content/0", 400},
+		{"tool_use unanswered", `{"messages":[{"role":"user","content":{"type":"text","text":"w?"}},{"role":"assistant","content":{"type":"tool_use","id":"c1","name":"get_weather","input":{}}},{"role":"user","content":{"type":"text","text":"?"}}]}`, "/messages/1/content", 400},
 		{"unknown model", `{"prompt":"a","model":"nowhere/none"}`, "/model", 400},
 		{"maxTokens zero", `{"prompt":"a","maxTokens":0}`, "/maxTokens", 400},
 		{"maxTokens negative", `{"prompt":"a","maxTokens":-4}`, "/maxTokens", 400},

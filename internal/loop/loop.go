@@ -83,8 +83,31 @@ type Options struct {
 	Parallel      int
 }
 
+// Origin kinds: who started a run.
+const (
+	// OriginHTTP: POST /v1/loops.
+	OriginHTTP = "http"
+	// OriginMCP: an MCP server's sampling request asking for a client-run
+	// loop.
+	OriginMCP = "mcp"
+)
+
+// Origin says who started a run. The zero value means OriginHTTP.
+type Origin struct {
+	// Kind is OriginHTTP or OriginMCP.
+	Kind string `json:"kind"`
+	// Server is the configured name of the MCP server that asked for the
+	// run (kind mcp).
+	Server string `json:"server,omitempty"`
+	// RequestID is the JSON-RPC id of that server's sampling request, as
+	// text (kind mcp).
+	RequestID string `json:"requestId,omitempty"`
+}
+
 // Spec is what a client asks a loop to do.
 type Spec struct {
+	// Origin says who asks; its zero value means POST /v1/loops.
+	Origin           Origin
 	Messages         []sampler.Message
 	SystemPrompt     string
 	ModelSpec        string
@@ -112,6 +135,7 @@ type limits struct {
 type Snapshot struct {
 	ID            string            `json:"id"`
 	TraceID       string            `json:"traceId"`
+	Origin        Origin            `json:"origin"`
 	Status        string            `json:"status"`
 	Model         string            `json:"model,omitempty"`
 	Tools         []string          `json:"tools"`
@@ -197,7 +221,10 @@ func (e *Engine) Start(ctx context.Context, spec Spec) (string, error) {
 	e.mu.Unlock()
 	id := newID("loop_")
 	trace := newID("")
-	snap := &Snapshot{ID: id, TraceID: trace, Status: StatusRunning, Tools: names, MaxIterations: lim.maxIterations,
+	if spec.Origin.Kind == "" {
+		spec.Origin.Kind = OriginHTTP
+	}
+	snap := &Snapshot{ID: id, TraceID: trace, Origin: spec.Origin, Status: StatusRunning, Tools: names, MaxIterations: lim.maxIterations,
 		TimeoutMs: lim.timeout.Milliseconds(), Messages: spec.Messages, CreatedAt: time.Now().UTC()}
 	b, _ := json.Marshal(snap)
 	if err := e.o.Store.Create(ctx, id, b); err != nil {

@@ -18,6 +18,7 @@ type (
 	startedEvent struct {
 		ID            string   `json:"id"`
 		TraceID       string   `json:"traceId"`
+		Origin        Origin   `json:"origin"`
 		Model         string   `json:"model,omitempty"`
 		Tools         []string `json:"tools"`
 		MaxIterations int      `json:"maxIterations"`
@@ -143,7 +144,7 @@ func (r *run) run(parent context.Context, cancel context.CancelCauseFunc) {
 	ctx, stop := context.WithTimeoutCause(parent, r.lim.timeout, context.DeadlineExceeded)
 	defer stop()
 
-	r.emit(EventLoopStarted, startedEvent{ID: r.id, TraceID: r.snap.TraceID, Model: r.spec.ModelSpec, Tools: r.snap.Tools,
+	r.emit(EventLoopStarted, startedEvent{ID: r.id, TraceID: r.snap.TraceID, Origin: r.snap.Origin, Model: r.spec.ModelSpec, Tools: r.snap.Tools,
 		MaxIterations: r.lim.maxIterations, TimeoutMs: r.lim.timeout.Milliseconds()})
 
 	msgs := append([]sampler.Message(nil), r.spec.Messages...)
@@ -167,6 +168,8 @@ func (r *run) run(parent context.Context, cancel context.CancelCauseFunc) {
 			Request: sampler.Request{Messages: msgs, SystemPrompt: r.spec.SystemPrompt, MaxTokens: r.lim.maxTokens,
 				Temperature: r.spec.Temperature, Tools: r.defs, ToolChoice: choice},
 			ModelSpec: r.spec.ModelSpec, ModelPreferences: r.spec.ModelPreferences,
+			// The loop answers bad calls itself, where the model reads them.
+			LenientToolCalls: true,
 		}
 		if len(r.defs) == 0 {
 			p.ToolChoice = nil

@@ -52,7 +52,41 @@ var (
 	// ErrClosed: the store was closed. A subscription it ended can resume
 	// by id elsewhere (another replica, after a restart).
 	ErrClosed = errors.New("run store closed")
+	// ErrCursor: List was given a cursor it did not make.
+	ErrCursor = errors.New("invalid cursor")
 )
+
+// DefaultListLimit is the page size of List when the query gives none.
+const DefaultListLimit = 20
+
+// ListQuery selects a page of runs for List.
+type ListQuery struct {
+	// After is the Next of the previous page; "" starts with the newest run.
+	After string
+	// Limit is the most runs of the page; 0 or less means
+	// DefaultListLimit.
+	Limit int
+	// Match, if set, keeps the runs whose latest snapshot it accepts; nil
+	// keeps all. A backend may call it for every run it keeps, one at a
+	// time, and must not hold a lock that Store's methods need meanwhile.
+	Match func(snapshot json.RawMessage) bool
+}
+
+// Listed is one run of a page: its id and latest snapshot.
+type Listed struct {
+	ID       string
+	Snapshot json.RawMessage
+}
+
+// Page is a page of runs, newest (most recently created) first.
+type Page struct {
+	Runs []Listed
+	// Next is the cursor of the page after this one, "" when there is
+	// none. A cursor stays valid while runs are created and expire: the
+	// next page holds the matching runs created before the last one of
+	// this page that are still kept.
+	Next string
+}
 
 // Store keeps runs: a JSON snapshot of each, an event log, and requests to
 // cancel. Every method is safe for concurrent use, also from several
@@ -86,6 +120,10 @@ type Store interface {
 	// store closes, or when the subscriber falls too far behind (ErrSlow).
 	// A subscription to a finished run delivers the replay and ends.
 	Subscribe(ctx context.Context, id string, after int64) (Subscription, error)
+	// List returns a page of the kept runs (running, or finished and not
+	// yet expired) that q.Match accepts, newest first. A cursor List did
+	// not make gives ErrCursor.
+	List(ctx context.Context, q ListQuery) (Page, error)
 	// Cancel asks for a running run to be cancelled: the one watching the
 	// run's Cancelled channel, wherever it runs, stops the run, which then
 	// finishes. Cancelling again is no error. A finished run gives

@@ -3,7 +3,9 @@ package sampler
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"sort"
 )
@@ -243,45 +245,89 @@ func (c Content) MarshalJSON() ([]byte, error) {
 
 // Message is MCP's SamplingMessage. On input Content may be one block or an
 // array; a message that arrived with one bare block is written back the same
-// way.
+// way. Members MCP leaves open are kept: _meta in Meta, any other in Extra.
 type Message struct {
 	Role    Role
 	Content []Content
 	Meta    json.RawMessage
-	single  bool
+	// Extra holds the members this type does not model, as received.
+	Extra  map[string]json.RawMessage
+	single bool
 }
 
-type messageWire struct {
-	Role    Role            `json:"role"`
-	Content json.RawMessage `json:"content"`
-	Meta    json.RawMessage `json:"_meta,omitempty"`
-}
-
-// UnmarshalJSON accepts content as one block or an array of blocks.
+// UnmarshalJSON accepts content as one block or an array of blocks, each
+// shaped as MCP's schema says (see blockShape).
 func (m *Message) UnmarshalJSON(b []byte) error {
-	var w messageWire
-	if err := json.Unmarshal(b, &w); err != nil {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil || raw == nil {
 		return &PathError{Path: "", Message: "a message must be an object with role and content"}
 	}
-	if len(w.Content) == 0 {
+	*m = Message{}
+	for k, v := range raw {
+		switch k {
+		case "role":
+			if err := json.Unmarshal(v, &m.Role); err != nil {
+				return &PathError{Path: "/role", Message: "role must be user or assistant"}
+			}
+		case "content":
+		case "_meta":
+			if !isObject(v) {
+				return &PathError{Path: "/_meta", Message: "_meta must be an object"}
+			}
+			m.Meta = v
+		default:
+			if m.Extra == nil {
+				m.Extra = map[string]json.RawMessage{}
+			}
+			m.Extra[k] = v
+		}
+	}
+	if _, ok := raw["role"]; !ok {
+		return &PathError{Path: "/role", Message: "role is required"}
+	}
+	content := raw["content"]
+	if len(content) == 0 {
 		return &PathError{Path: "/content", Message: "content is required"}
 	}
-	blocks, single, err := decodeBlocks(w.Content)
+	blocks, single, err := decodeBlocks(content)
 	if err != nil {
 		return err
 	}
-	*m = Message{Role: w.Role, Content: blocks, Meta: w.Meta, single: single}
+	m.Content, m.single = blocks, single
 	return nil
 }
 
 // MarshalJSON writes content as an array, or as a bare block when the
-// message was received that way.
+// message was received that way, and the members kept in Extra.
 func (m Message) MarshalJSON() ([]byte, error) {
 	content, err := encodeBlocks(m.Content, m.single)
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(messageWire{Role: m.Role, Content: content, Meta: m.Meta})
+	b, err := json.Marshal(messageWire{Role: m.Role, Content: content, Meta: m.Meta})
+	if err != nil || len(m.Extra) == 0 {
+		return b, err
+	}
+	return withExtra(b, m.Extra)
+}
+
+// withExtra adds the members of extra to the JSON object b; b's own members
+// win.
+func withExtra(b []byte, extra map[string]json.RawMessage) ([]byte, error) {
+	var own map[string]json.RawMessage
+	if err := json.Unmarshal(b, &own); err != nil {
+		return nil, err
+	}
+	all := make(map[string]json.RawMessage, len(own)+len(extra))
+	maps.Copy(all, extra)
+	maps.Copy(all, own)
+	return json.Marshal(all)
+}
+
+// isObject reports whether v is a JSON object.
+func isObject(v json.RawMessage) bool {
+	v = bytes.TrimSpace(v)
+	return len(v) > 0 && v[0] == '{'
 }
 
 // decodeBlocks reads one block or an array of blocks.
@@ -289,7 +335,7 @@ func decodeBlocks(raw json.RawMessage) ([]Content, bool, error) {
 	raw = bytes.TrimSpace(raw)
 	switch {
 	case len(raw) == 0 || bytes.Equal(raw, []byte("null")):
-		return nil, false, nil
+		return nil, false, &PathError{Path: "/content", Message: "content must be a block or an array of blocks"}
 	case raw[0] == '[':
 		var items []json.RawMessage
 		if err := json.Unmarshal(raw, &items); err != nil {
@@ -297,8 +343,12 @@ func decodeBlocks(raw json.RawMessage) ([]Content, bool, error) {
 		}
 		blocks := make([]Content, len(items))
 		for i, item := range items {
+			at := fmt.Sprintf("/content/%d", i)
 			if err := json.Unmarshal(item, &blocks[i]); err != nil {
-				return nil, false, &PathError{Path: fmt.Sprintf("/content/%d", i), Message: err.Error()}
+				return nil, false, &PathError{Path: at, Message: err.Error()}
+			}
+			if pe := blockShape(item, false); pe != nil {
+				return nil, false, &PathError{Path: at + pe.Path, Message: pe.Message}
 			}
 		}
 		return blocks, false, nil
@@ -307,8 +357,146 @@ func decodeBlocks(raw json.RawMessage) ([]Content, bool, error) {
 		if err := json.Unmarshal(raw, &c); err != nil {
 			return nil, false, &PathError{Path: "/content", Message: err.Error()}
 		}
+		if pe := blockShape(raw, false); pe != nil {
+			return nil, false, &PathError{Path: "/content" + pe.Path, Message: pe.Message}
+		}
 		return []Content{c}, true, nil
 	}
+}
+
+// blockShape checks the members MCP's schema (2025-11-25) requires of a
+// block of a known type, and their JSON types; paths are relative to the
+// block. nested is set for the blocks inside a tool result, which are
+// ContentBlocks: text, image, audio, resource_link or resource, never
+// tool_use or tool_result. Unknown top-level types are left to the request
+// checks, which name them.
+func blockShape(raw json.RawMessage, nested bool) *PathError {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
+		return &PathError{Path: "", Message: "content block must be an object"}
+	}
+	var typ string
+	if err := json.Unmarshal(m["type"], &typ); err != nil {
+		return &PathError{Path: "/type", Message: "type must be a string"}
+	}
+	need := func(kind string, keys ...string) *PathError {
+		for _, k := range keys {
+			v, ok := m[k]
+			if !ok {
+				return &PathError{Path: "/" + k, Message: fmt.Sprintf("%s blocks need %s", typ, k)}
+			}
+			if !jsonKindIs(v, kind) {
+				return &PathError{Path: "/" + k, Message: fmt.Sprintf("%s must be %s", k, kindName(kind))}
+			}
+		}
+		return nil
+	}
+	for _, k := range []string{"_meta", "annotations"} {
+		if v, ok := m[k]; ok && !isObject(v) {
+			return &PathError{Path: "/" + k, Message: k + " must be an object"}
+		}
+	}
+	switch typ {
+	case BlockText:
+		return need("string", "text")
+	case BlockImage, BlockAudio:
+		return need("string", "data", "mimeType")
+	case BlockResourceLink:
+		if nested {
+			return need("string", "uri", "name")
+		}
+	case BlockResource:
+		if nested {
+			return need("object", "resource")
+		}
+	case BlockToolUse:
+		if nested {
+			return &PathError{Path: "/type", Message: "a tool result's content holds text, image, audio, resource_link or resource blocks, not tool_use"}
+		}
+		if pe := need("string", "id", "name"); pe != nil {
+			return pe
+		}
+		return need("object", "input")
+	case BlockToolResult:
+		if nested {
+			return &PathError{Path: "/type", Message: "a tool result's content holds text, image, audio, resource_link or resource blocks, not tool_result"}
+		}
+		if pe := need("string", "toolUseId"); pe != nil {
+			return pe
+		}
+		if pe := need("array", "content"); pe != nil {
+			return pe
+		}
+		if v, ok := m["structuredContent"]; ok && !isObject(v) {
+			return &PathError{Path: "/structuredContent", Message: "structuredContent must be an object"}
+		}
+		var items []json.RawMessage
+		_ = json.Unmarshal(m["content"], &items)
+		for i, item := range items {
+			if pe := blockShape(item, true); pe != nil {
+				return &PathError{Path: fmt.Sprintf("/content/%d%s", i, pe.Path), Message: pe.Message}
+			}
+		}
+		return nil
+	default:
+		if nested {
+			return &PathError{Path: "/type", Message: fmt.Sprintf("unknown content block type %q", typ)}
+		}
+	}
+	return nil
+}
+
+// jsonKindIs reports whether v is a JSON value of kind: string, object or
+// array.
+func jsonKindIs(v json.RawMessage, kind string) bool {
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 {
+		return false
+	}
+	switch kind {
+	case "string":
+		return v[0] == '"'
+	case "object":
+		return v[0] == '{'
+	case "array":
+		return v[0] == '['
+	case "number":
+		return v[0] == '-' || v[0] >= '0' && v[0] <= '9'
+	}
+	return false
+}
+
+// expectedKind names the JSON kind a decoding error wanted: "a string",
+// "a number", "a boolean", "an object" or "an array".
+func expectedKind(e *json.UnmarshalTypeError) string {
+	switch e.Type.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int64, reflect.Int32, reflect.Float64, reflect.Float32:
+		return "a number"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Pointer:
+		if e.Type.Elem().Kind() == reflect.Bool {
+			return "a boolean"
+		}
+	}
+	return "an object"
+}
+
+func kindName(kind string) string {
+	if kind == "array" || kind == "object" {
+		return "an " + kind
+	}
+	return "a " + kind
+}
+
+type messageWire struct {
+	Role    Role            `json:"role"`
+	Content json.RawMessage `json:"content"`
+	Meta    json.RawMessage `json:"_meta,omitempty"`
 }
 
 // PathError is a decoding error at a JSON Pointer path relative to the
@@ -359,6 +547,11 @@ const (
 type ToolChoice struct {
 	Mode string `json:"mode,omitempty"`
 	Name string `json:"name,omitempty"`
+	// DisableParallelToolUse asks for at most one tool call per answer. On
+	// input it is also accepted in the spelling of the SEP-1577 draft,
+	// disable_parallel_tool_use. Providers that cannot be told get their
+	// answer cut to its first tool call.
+	DisableParallelToolUse bool `json:"disableParallelToolUse,omitempty"`
 }
 
 // UnmarshalJSON accepts {"mode":...} or the string shorthand.
@@ -368,14 +561,30 @@ func (tc *ToolChoice) UnmarshalJSON(b []byte) error {
 		*tc = ToolChoice{Mode: s}
 		return nil
 	}
-	type plain ToolChoice
-	var p plain
-	if err := json.Unmarshal(b, &p); err != nil {
+	var w struct {
+		Mode                   string `json:"mode"`
+		Name                   string `json:"name"`
+		DisableParallelToolUse *bool  `json:"disableParallelToolUse"`
+		DraftDisableParallel   *bool  `json:"disable_parallel_tool_use"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		var typ *json.UnmarshalTypeError
+		if errors.As(err, &typ) && typ.Field != "" {
+			return &PathError{Path: "/" + typ.Field, Message: fmt.Sprintf("%s must be %s", typ.Field, expectedKind(typ))}
+		}
 		return fmt.Errorf("toolChoice must be a string or an object with mode")
 	}
-	*tc = ToolChoice(p)
+	*tc = ToolChoice{Mode: w.Mode, Name: w.Name}
+	for _, v := range []*bool{w.DisableParallelToolUse, w.DraftDisableParallel} {
+		if v != nil && *v {
+			tc.DisableParallelToolUse = true
+		}
+	}
 	return nil
 }
+
+// Parallel reports whether an answer may hold more than one tool call.
+func (tc *ToolChoice) Parallel() bool { return tc == nil || !tc.DisableParallelToolUse }
 
 // EffectiveMode returns the mode, defaulting to auto.
 func (tc *ToolChoice) EffectiveMode() string {

@@ -123,10 +123,10 @@ func (e *UpstreamError) Reason() string {
 	}
 }
 
-// ExhaustedError is a guaranteed helper that ran out of attempts without a
-// valid answer.
+// ExhaustedError is a guaranteed helper, or Sample in tools mode, that ran
+// out of attempts without a valid answer.
 type ExhaustedError struct {
-	// Method is "sampleSchema" or "sampleTools".
+	// Method is MethodSchema, MethodTools or MethodSample.
 	Method     string
 	Attempts   int
 	LastResult *Result

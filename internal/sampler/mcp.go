@@ -2,10 +2,16 @@ package sampler
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"sort"
+	"strings"
 )
 
 // CreateMessageParams is MCP's CreateMessageRequestParams (2025-11-25).
+// Members the schema does not define are kept in Extra: MCP leaves the
+// params open, and extensions (a client-run loop's maxIterations) live
+// there.
 type CreateMessageParams struct {
 	Messages         []Message         `json:"messages"`
 	ModelPreferences *ModelPreferences `json:"modelPreferences,omitempty"`
@@ -19,26 +25,145 @@ type CreateMessageParams struct {
 	ToolChoice       *ToolChoice       `json:"toolChoice,omitempty"`
 	Task             json.RawMessage   `json:"task,omitempty"`
 	Meta             json.RawMessage   `json:"_meta,omitempty"`
+	// Extra holds every other member by name, as it was received.
+	Extra map[string]json.RawMessage `json:"-"`
 }
 
-// UnmarshalJSON decodes the params; a bad message gives an *InvalidError
-// naming it, e.g. /messages/2/content/0.
+// UnmarshalJSON decodes the params as the 2025-11-25 schema types them:
+// every member has its JSON type (toolChoice is an object, metadata an
+// object, maxTokens an integer), and every block of the messages has the
+// members its type requires. An error is an *InvalidError naming each bad
+// member by its JSON Pointer, e.g. /messages/2/content/0/text.
 func (p *CreateMessageParams) UnmarshalJSON(b []byte) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil || m == nil {
+		return Invalid("/", "the params must be a JSON object")
+	}
+	*p = CreateMessageParams{}
+	var errs []FieldError
+	bad := func(path, msg string) { errs = append(errs, FieldError{Path: path, Message: msg}) }
+	// into decodes v into dst when v has the JSON kind the schema wants.
+	into := func(k string, v json.RawMessage, kind string, dst any) {
+		if !jsonKindIs(v, kind) {
+			bad("/"+k, fmt.Sprintf("%s must be %s", k, kindName(kind)))
+			return
+		}
+		if err := json.Unmarshal(v, dst); err != nil {
+			var pe *PathError
+			if errors.As(err, &pe) {
+				bad("/"+k+pe.Path, pe.Message)
+				return
+			}
+			var typ *json.UnmarshalTypeError
+			if errors.As(err, &typ) && typ.Field != "" {
+				bad("/"+k+"/"+strings.ReplaceAll(typ.Field, ".", "/"), "must be "+expectedKind(typ))
+				return
+			}
+			bad("/"+k, err.Error())
+		}
+	}
+	for k, v := range m {
+		switch k {
+		case "messages":
+			var raw []json.RawMessage
+			if !jsonKindIs(v, "array") || json.Unmarshal(v, &raw) != nil {
+				bad("/messages", "messages must be an array")
+				continue
+			}
+			msgs, err := DecodeMessages(raw)
+			if err != nil {
+				errs = append(errs, fieldErrors(err)...)
+			}
+			p.Messages = msgs
+			if p.Messages == nil {
+				p.Messages = []Message{}
+			}
+		case "modelPreferences":
+			into(k, v, "object", &p.ModelPreferences)
+		case "systemPrompt":
+			into(k, v, "string", &p.SystemPrompt)
+		case "includeContext":
+			into(k, v, "string", &p.IncludeContext)
+		case "temperature":
+			if !jsonKindIs(v, "number") || json.Unmarshal(v, &p.Temperature) != nil {
+				bad("/temperature", "temperature must be a number")
+			}
+		case "maxTokens":
+			if !jsonKindIs(v, "number") || json.Unmarshal(v, &p.MaxTokens) != nil {
+				bad("/maxTokens", "maxTokens must be an integer")
+			}
+		case "stopSequences":
+			into(k, v, "array", &p.StopSequences)
+		case "metadata":
+			into(k, v, "object", &p.Metadata)
+		case "tools":
+			var raw []json.RawMessage
+			if !jsonKindIs(v, "array") || json.Unmarshal(v, &raw) != nil {
+				bad("/tools", "tools must be an array")
+				continue
+			}
+			p.Tools = make([]Tool, len(raw))
+			for i, item := range raw {
+				errs = append(errs, decodeTool(fmt.Sprintf("/tools/%d", i), item, &p.Tools[i])...)
+			}
+		case "toolChoice":
+			// The string shorthand of the REST API is not MCP's.
+			into(k, v, "object", &p.ToolChoice)
+		case "task":
+			into(k, v, "object", &p.Task)
+		case "_meta":
+			into(k, v, "object", &p.Meta)
+		default:
+			if p.Extra == nil {
+				p.Extra = map[string]json.RawMessage{}
+			}
+			p.Extra[k] = v
+		}
+	}
+	sort.Slice(errs, func(i, j int) bool { return errs[i].Path < errs[j].Path })
+	return InvalidAll(errs)
+}
+
+// decodeTool decodes one MCP Tool at path: name a string, inputSchema an
+// object, both required.
+func decodeTool(path string, raw json.RawMessage, t *Tool) []FieldError {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil || m == nil {
+		return []FieldError{{Path: path, Message: "a tool must be an object"}}
+	}
+	var errs []FieldError
+	for _, k := range []string{"name", "inputSchema"} {
+		kind := "string"
+		if k == "inputSchema" {
+			kind = "object"
+		}
+		if v, ok := m[k]; !ok {
+			errs = append(errs, FieldError{Path: path + "/" + k, Message: k + " is required"})
+		} else if !jsonKindIs(v, kind) {
+			errs = append(errs, FieldError{Path: path + "/" + k, Message: fmt.Sprintf("%s must be %s", k, kindName(kind))})
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	if err := json.Unmarshal(raw, t); err != nil {
+		var typ *json.UnmarshalTypeError
+		if errors.As(err, &typ) && typ.Field != "" {
+			return []FieldError{{Path: path + "/" + strings.ReplaceAll(typ.Field, ".", "/"), Message: "must be " + expectedKind(typ)}}
+		}
+		return []FieldError{{Path: path, Message: "not a valid tool"}}
+	}
+	return nil
+}
+
+// MarshalJSON writes the params with the members kept in Extra.
+func (p CreateMessageParams) MarshalJSON() ([]byte, error) {
 	type plain CreateMessageParams
-	var w struct {
-		plain
-		Messages []json.RawMessage `json:"messages"`
+	b, err := json.Marshal(plain(p))
+	if err != nil || len(p.Extra) == 0 {
+		return b, err
 	}
-	if err := json.Unmarshal(b, &w); err != nil {
-		return err
-	}
-	*p = CreateMessageParams(w.plain)
-	if w.Messages == nil {
-		return nil
-	}
-	msgs, err := DecodeMessages(w.Messages)
-	p.Messages = msgs
-	return err
+	return withExtra(b, p.Extra)
 }
 
 // CreateMessageResult is MCP's CreateMessageResult. Content is written as a
@@ -119,10 +244,22 @@ func (p *CreateMessageParams) Params() (*Params, error) {
 
 // CreateMessageResultOf converts a sampling result to MCP's result. An
 // answer without content becomes one empty text block: MCP requires one.
+// Without tools in the request (res.ToolCalls nil) the content is one block,
+// as MCP clients of 2025-11-25 expect there: the text blocks joined into one
+// (see TextOf), or the first block when there is no text.
 func CreateMessageResultOf(res *Result) CreateMessageResult {
 	out := CreateMessageResult{Role: res.Role, Content: res.Content, Model: res.Model, StopReason: res.StopReason}
-	if len(out.Content) == 0 {
+	switch {
+	case len(out.Content) == 0:
 		out.Content = []Content{TextBlock("")}
+	case res.ToolCalls == nil && len(out.Content) > 1:
+		out.Content = []Content{out.Content[0]}
+		for _, c := range res.Content {
+			if c.Type == BlockText {
+				out.Content = []Content{TextBlock(TextOf(res.Content))}
+				break
+			}
+		}
 	}
 	return out
 }

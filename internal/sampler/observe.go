@@ -15,11 +15,13 @@ type Observer interface {
 	// connection, rate_limited, server_error, client_error or other) and is
 	// tried again.
 	UpstreamRetry(provider, reason string)
-	// AnswerInvalid: an answer to a guaranteed helper (method) failed
+	// AnswerInvalid: an answer to a guaranteed helper or to Sample in tools
+	// mode (method, one of the Method constants) failed
 	// validation with kind (one of the Kind constants); retried says whether
 	// a corrective retry follows.
 	AnswerInvalid(method, kind string, retried bool)
-	// Exhausted: a guaranteed helper ran out of attempts.
+	// Exhausted: a guaranteed helper, or Sample in tools mode, ran out of
+	// attempts.
 	Exhausted(method string)
 	// Overhead: the time a request spent in the Service, provider calls and
 	// the waits between their retries excluded.
@@ -33,6 +35,10 @@ const (
 	KindNoToolCall       = "no_tool_call"
 	KindUnknownTool      = "unknown_tool"
 	KindInvalidArguments = "invalid_arguments"
+	// KindToolCallForbidden: a tool call in an answer to toolChoice none.
+	KindToolCallForbidden = "tool_call_forbidden"
+	// KindWrongTool: a call of another tool than the one toolChoice forces.
+	KindWrongTool = "wrong_tool"
 )
 
 type nopObserver struct{}

@@ -78,7 +78,8 @@ type Result struct {
 	Text       string
 	StopReason string
 	Usage      Usage
-	// Attempts counts the model calls of a guaranteed helper (1 otherwise).
+	// Attempts counts the model calls of a guaranteed helper or of Sample
+	// in tools mode, corrective retries included (1 otherwise).
 	Attempts int
 	Duration time.Duration
 	// Parsed is the parsed value in schema mode; JSON null when parsing or
@@ -109,7 +110,13 @@ type Params struct {
 	// ModelPreferences or the default choose.
 	ModelSpec        string
 	ModelPreferences *ModelPreferences
-	// Retries bounds the corrective retries of a guaranteed helper; nil
-	// means the default (2).
+	// Retries bounds the corrective retries of a guaranteed helper, and of
+	// Sample in tools mode; nil means the default (2).
 	Retries *int
+	// LenientToolCalls turns off Sample's checks of a tools-mode answer
+	// (toolChoice kept, tools declared, arguments valid), for a caller that
+	// handles such answers itself: the loop engine answers a bad call with
+	// an error tool_result the model reads, and stops at maxIterations when
+	// the model still calls tools on its last iteration.
+	LenientToolCalls bool
 }

@@ -12,10 +12,12 @@ import (
 	"github.com/sampled/sampled/internal/retry"
 )
 
-// Guaranteed-helper method names.
+// Method names of the sampling calls that check answers and correct them:
+// the guaranteed helpers, and Sample in tools mode.
 const (
 	MethodSchema = "sampleSchema"
 	MethodTools  = "sampleTools"
+	MethodSample = "sample"
 )
 
 // Options configure a Service. Zero values mean the documented defaults.
@@ -108,7 +110,19 @@ func (s *Service) DefaultMaxTokens() int { return s.defaultMaxTokens }
 
 // Sample runs one attempt in the mode the params select. In schema mode a
 // bad answer is reported in Result.ParseError, not retried.
+//
+// In tools mode the answer must keep the request's toolChoice: with none it
+// calls no tool, with required (or a forced tool) it calls at least one (the
+// forced one), and every call names a declared tool with arguments valid for
+// its inputSchema. An answer that breaks a rule is corrected as the
+// guaranteed helpers do (the failed turn and a corrective turn naming the
+// errors are sent again), within the default number of validation retries;
+// when they run out Sample returns an *ExhaustedError with Method
+// MethodSample. Params.LenientToolCalls turns these checks off.
 func (s *Service) Sample(ctx context.Context, p *Params) (*Result, error) {
+	if p.Mode() == ModeTools && !p.LenientToolCalls {
+		return s.guaranteed(ctx, p, MethodSample)
+	}
 	ctx, cancel := context.WithTimeout(ctx, s.requestTimeout)
 	defer cancel()
 	start := time.Now()
@@ -198,7 +212,7 @@ func (s *Service) guaranteed(ctx context.Context, p *Params, method string) (*Re
 				}
 			}
 		} else {
-			kind, errs = s.checkToolCalls(res, req.Tools)
+			kind, errs = s.checkToolCalls(res, &req, method == MethodTools)
 		}
 		res.Attempts = a
 		res.Usage = usage
@@ -209,7 +223,7 @@ func (s *Service) guaranteed(ctx context.Context, p *Params, method string) (*Re
 		}
 		s.observe.AnswerInvalid(method, kind, a < attempts)
 		if a < attempts {
-			req.Messages = append(req.Messages, correction(res, errs, method)...)
+			req.Messages = append(req.Messages, correction(res, errs, method, kind)...)
 		}
 	}
 	s.observe.Exhausted(method)
@@ -299,6 +313,9 @@ func (s *Service) result(m Model, req *Request, resp *Response) *Result {
 	if content == nil {
 		content = []Content{}
 	}
+	if req.Mode() == ModeTools && !req.ToolChoice.Parallel() {
+		content = firstCallOnly(content)
+	}
 	res := &Result{
 		Model:      modelName,
 		ModelID:    m.ID(),
@@ -360,15 +377,31 @@ func extractJSON(text string) json.RawMessage {
 	return json.RawMessage(t)
 }
 
-// checkToolCalls validates the tool calls of a tools-mode result and
-// returns the failure kind ("" when valid) and the errors by path.
-func (s *Service) checkToolCalls(res *Result, tools []Tool) (string, []FieldError) {
+// checkToolCalls checks the tool calls of a tools-mode result against the
+// request's toolChoice and tools, and returns the failure kind ("" when
+// valid) and the errors by path. needCall requires a call whatever the
+// toolChoice (the sampleTools helper).
+func (s *Service) checkToolCalls(res *Result, req *Request, needCall bool) (string, []FieldError) {
+	mode := req.ToolChoice.EffectiveMode()
 	if len(res.ToolCalls) == 0 {
-		return KindNoToolCall, []FieldError{{Path: "/toolCalls", Message: "no tool call; call one of the declared tools"}}
+		switch {
+		case mode == ToolChoiceTool:
+			return KindNoToolCall, []FieldError{{Path: "/toolCalls", Message: fmt.Sprintf("no tool call; toolChoice requires a call of tool %q", req.ToolChoice.Name)}}
+		case needCall || mode == ToolChoiceRequired:
+			return KindNoToolCall, []FieldError{{Path: "/toolCalls", Message: "no tool call; call one of the declared tools"}}
+		}
+		return "", nil
 	}
-	byName := make(map[string]*Tool, len(tools))
-	for i := range tools {
-		byName[tools[i].Name] = &tools[i]
+	if mode == ToolChoiceNone {
+		errs := make([]FieldError, len(res.ToolCalls))
+		for i := range res.ToolCalls {
+			errs[i] = FieldError{Path: fmt.Sprintf("/toolCalls/%d", i), Message: `toolChoice is "none": no tool may be called; answer in text`}
+		}
+		return KindToolCallForbidden, errs
+	}
+	byName := make(map[string]*Tool, len(req.Tools))
+	for i := range req.Tools {
+		byName[req.Tools[i].Name] = &req.Tools[i]
 	}
 	kind := ""
 	var errs []FieldError
@@ -379,7 +412,14 @@ func (s *Service) checkToolCalls(res *Result, tools []Tool) (string, []FieldErro
 			if kind == "" {
 				kind = KindUnknownTool
 			}
-			errs = append(errs, FieldError{Path: at + "/name", Message: fmt.Sprintf("unknown tool %q; declared tools: %s", call.Name, toolNames(tools))})
+			errs = append(errs, FieldError{Path: at + "/name", Message: fmt.Sprintf("unknown tool %q; declared tools: %s", call.Name, toolNames(req.Tools))})
+			continue
+		}
+		if mode == ToolChoiceTool && call.Name != req.ToolChoice.Name {
+			if kind == "" {
+				kind = KindWrongTool
+			}
+			errs = append(errs, FieldError{Path: at + "/name", Message: fmt.Sprintf("toolChoice requires tool %q, not %q", req.ToolChoice.Name, call.Name)})
 			continue
 		}
 		schema, err := s.schemas.Compile(t.InputSchema, "/tools")
@@ -400,6 +440,24 @@ func (s *Service) checkToolCalls(res *Result, tools []Tool) (string, []FieldErro
 	return kind, errs
 }
 
+// firstCallOnly drops the tool_use blocks after the first: the answer to a
+// request that disabled parallel tool use, from a provider that cannot be
+// told so.
+func firstCallOnly(content []Content) []Content {
+	out := content[:0:0]
+	seen := false
+	for _, c := range content {
+		if c.Type == BlockToolUse {
+			if seen {
+				continue
+			}
+			seen = true
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
 func toolNames(tools []Tool) string {
 	names := make([]string, len(tools))
 	for i, t := range tools {
@@ -413,7 +471,7 @@ func toolNames(tools []Tool) string {
 // error tool_result (MCP requires every tool_use to be answered, and a user
 // message of tool results holds nothing else); otherwise the user turn is
 // text.
-func correction(res *Result, errs []FieldError, method string) []Message {
+func correction(res *Result, errs []FieldError, method, kind string) []Message {
 	var list bytes.Buffer
 	for _, e := range errs {
 		fmt.Fprintf(&list, "\n- %s: %s", e.Path, e.Message)
@@ -443,7 +501,10 @@ func correction(res *Result, errs []FieldError, method string) []Message {
 			}
 		}
 		text := "Not executed: another call of this turn was invalid. Fix these errors and call the tools again:" + list.String()
-		if own.Len() > 0 {
+		switch {
+		case kind == KindToolCallForbidden:
+			text = "Not executed: no tool may be called in this answer. Answer in text, without calling a tool."
+		case own.Len() > 0:
 			text = "Invalid tool call. Fix these errors and call the tool again with arguments that match its input schema:" + own.String()
 		}
 		results[i] = Content{Type: BlockToolResult, ToolUseID: c.ID, IsError: &isErr, Content: []Content{TextBlock(text)}}

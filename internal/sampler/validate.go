@@ -25,6 +25,19 @@ func checkRequest(p *Params, schemas *SchemaCache) []FieldError {
 	if p.Temperature != nil && (*p.Temperature < 0 || *p.Temperature > 2) {
 		add("/temperature", "temperature must be between 0 and 2")
 	}
+	if len(p.Metadata) > 0 && !isObject(p.Metadata) {
+		add("/metadata", "metadata must be an object")
+	}
+	if mp := p.ModelPreferences; mp != nil {
+		for _, pr := range []struct {
+			name string
+			v    *float64
+		}{{"costPriority", mp.CostPriority}, {"speedPriority", mp.SpeedPriority}, {"intelligencePriority", mp.IntelligencePriority}} {
+			if pr.v != nil && (*pr.v < 0 || *pr.v > 1) {
+				add("/modelPreferences/"+pr.name, "%s must be between 0 and 1", pr.name)
+			}
+		}
+	}
 	if len(p.Schema) > 0 && len(p.Tools) > 0 {
 		add("/tools", "schema and tools are mutually exclusive")
 	}
@@ -93,6 +106,7 @@ func checkMessages(msgs []Message, add func(path, format string, args ...any)) {
 		}
 		results := 0
 		asked := map[string]bool{}
+		ids := map[string]bool{}
 		if i > 0 && msgs[i-1].Role == RoleAssistant {
 			for _, c := range msgs[i-1].Content {
 				if c.Type == BlockToolUse {
@@ -101,7 +115,7 @@ func checkMessages(msgs []Message, add func(path, format string, args ...any)) {
 			}
 		}
 		for j, c := range m.Content {
-			bat := fmt.Sprintf("%s/content/%d", at, j)
+			bat := blockPath(at, m, j)
 			switch c.Type {
 			case BlockText:
 			case BlockImage, BlockAudio:
@@ -127,6 +141,10 @@ func checkMessages(msgs []Message, add func(path, format string, args ...any)) {
 				if len(c.Input) > 0 && c.Input[0] != '{' {
 					add(bat+"/input", "input must be an object")
 				}
+				if c.ID != "" && ids[c.ID] {
+					add(bat+"/id", "tool_use id %q is used twice in this message", c.ID)
+				}
+				ids[c.ID] = true
 			case BlockToolResult:
 				results++
 				if m.Role != RoleUser {
@@ -161,12 +179,21 @@ func checkMessages(msgs []Message, add func(path, format string, args ...any)) {
 				continue
 			}
 			if i+1 == len(msgs) {
-				add(fmt.Sprintf("%s/content/%d", at, j), "tool_use %q is the last message; answer it with a tool_result in a user message", c.ID)
+				add(blockPath(at, m, j), "tool_use %q is the last message; answer it with a tool_result in a user message", c.ID)
 			} else {
-				add(fmt.Sprintf("%s/content/%d", at, j), "tool_use %q is not answered by a tool_result in the next user message", c.ID)
+				add(blockPath(at, m, j), "tool_use %q is not answered by a tool_result in the next user message", c.ID)
 			}
 		}
 	}
+}
+
+// blockPath is the JSON Pointer of block j of message m at path at: the
+// content itself when it arrived as one bare block.
+func blockPath(at string, m Message, j int) string {
+	if m.single {
+		return at + "/content"
+	}
+	return fmt.Sprintf("%s/content/%d", at, j)
 }
 
 // fieldErrors returns the field errors of an *InvalidError, or one error at

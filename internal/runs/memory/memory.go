@@ -9,10 +9,13 @@ package memory
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -55,8 +58,10 @@ type Store struct {
 	buffer    int
 	now       func() time.Time
 
-	mu   sync.RWMutex // guards runs
+	mu   sync.RWMutex // guards runs and created
 	runs map[string]*run
+	// created counts the runs created; each run's seq is its count.
+	created uint64
 
 	subs   atomic.Int64 // open (live) subscriptions
 	closed atomic.Bool  // Close was called
@@ -80,6 +85,7 @@ type expiry struct {
 // run is one run. Its mutex guards every field and the delivery of events
 // to its subscriptions.
 type run struct {
+	seq        uint64 // creation order, from 1; set before the run is shared
 	mu         sync.Mutex
 	snapshot   json.RawMessage
 	events     []runs.Event // the retained window: contiguous ids ending at last
@@ -133,8 +139,60 @@ func (m *Store) Create(_ context.Context, id string, snapshot json.RawMessage) e
 			return fmt.Errorf("runs: create %q: %w", id, runs.ErrExists)
 		}
 	}
-	m.runs[id] = &run{snapshot: clone(snapshot), cancel: make(chan struct{})}
+	m.created++
+	m.runs[id] = &run{seq: m.created, snapshot: clone(snapshot), cancel: make(chan struct{})}
 	return nil
+}
+
+// List returns a page of the kept runs q.Match accepts, newest first; see
+// runs.Store. It sorts the kept runs by creation on each call, and calls
+// Match with no lock held. A cursor is the creation number of the last run
+// of a page.
+func (m *Store) List(_ context.Context, q runs.ListQuery) (runs.Page, error) {
+	before := uint64(math.MaxUint64)
+	if q.After != "" {
+		n, err := strconv.ParseUint(q.After, 10, 64)
+		if err != nil || n == 0 {
+			return runs.Page{}, fmt.Errorf("runs: list after %q: %w", q.After, runs.ErrCursor)
+		}
+		before = n
+	}
+	limit := q.Limit
+	if limit <= 0 {
+		limit = runs.DefaultListLimit
+	}
+	type entry struct {
+		id string
+		r  *run
+	}
+	m.mu.RLock()
+	all := make([]entry, 0, len(m.runs))
+	for id, r := range m.runs {
+		if r.seq < before {
+			all = append(all, entry{id, r})
+		}
+	}
+	m.mu.RUnlock()
+	slices.SortFunc(all, func(a, b entry) int { return cmp.Compare(b.r.seq, a.r.seq) })
+	now := m.now()
+	page := runs.Page{Runs: []runs.Listed{}}
+	var last uint64 // seq of the last run of the page
+	for _, e := range all {
+		e.r.mu.Lock()
+		expired := e.r.expired(now, m.ttl)
+		snap := clone(e.r.snapshot)
+		e.r.mu.Unlock()
+		if expired || q.Match != nil && !q.Match(snap) {
+			continue
+		}
+		if len(page.Runs) == limit {
+			page.Next = strconv.FormatUint(last, 10)
+			break
+		}
+		page.Runs = append(page.Runs, runs.Listed{ID: e.id, Snapshot: snap})
+		last = e.r.seq
+	}
+	return page, nil
 }
 
 // SetSnapshot replaces the run's snapshot with a copy of snapshot.

@@ -63,6 +63,7 @@ func Run(t *testing.T, newStore NewStore) {
 		{"Cancel", testCancel},
 		{"TTL", testTTL},
 		{"LogCap", testLogCap},
+		{"List", testList},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, newStore) })
@@ -1068,6 +1069,131 @@ func testLogCap(t *testing.T, newStore NewStore) {
 		got, err := drain(t, subscribe(t, s, t.Context(), "r", n-maxEvents))
 		if diff := cmp.Diff(lines(pick(log, span(n-maxEvents+1, n))), lines(got)); diff != "" || err != nil {
 			t.Errorf("the window (-want +got):\n%s\nErr() = %v", diff, err)
+		}
+	})
+}
+
+// testList: List pages through the kept runs newest first, with the latest
+// snapshots, keeps what Match accepts, leaves out expired runs, and refuses
+// a cursor it did not make.
+func testList(t *testing.T, newStore NewStore) {
+	const ttl = time.Minute
+	snap := func(i int, status string) json.RawMessage {
+		return json.RawMessage(fmt.Sprintf(`{"n":%d,"status":%q}`, i, status))
+	}
+	// setup creates r1..r5 in order; r2 and r4 finish.
+	setup := func(t *testing.T) Subject {
+		subj := open(t, newStore, Options{TTL: ttl})
+		ctx := context.Background()
+		for i := 1; i <= 5; i++ {
+			id := fmt.Sprintf("r%d", i)
+			if err := subj.Store.Create(ctx, id, snap(i, "running")); err != nil {
+				t.Fatalf("Create %s: %v", id, err)
+			}
+			if i%2 == 0 {
+				if _, err := subj.Store.Finish(ctx, id, "loop.completed", nil, snap(i, "completed")); err != nil {
+					t.Fatalf("Finish %s: %v", id, err)
+				}
+			}
+		}
+		return subj
+	}
+	// all pages through the runs with limit, returning the ids page by page.
+	all := func(t *testing.T, s runs.Store, limit int, match func(json.RawMessage) bool) [][]string {
+		t.Helper()
+		var pages [][]string
+		after := ""
+		for range 10 {
+			page, err := s.List(context.Background(), runs.ListQuery{After: after, Limit: limit, Match: match})
+			if err != nil {
+				t.Fatalf("List after %q: %v", after, err)
+			}
+			ids := []string{}
+			for _, r := range page.Runs {
+				ids = append(ids, r.ID)
+			}
+			pages = append(pages, ids)
+			if page.Next == "" {
+				return pages
+			}
+			after = page.Next
+		}
+		t.Fatalf("List never ends: %v", pages)
+		return nil
+	}
+	completed := func(b json.RawMessage) bool { return strings.Contains(string(b), `"completed"`) }
+
+	t.Run("pages newest first", func(t *testing.T) {
+		s := setup(t).Store
+		want := [][]string{{"r5", "r4"}, {"r3", "r2"}, {"r1"}}
+		if diff := cmp.Diff(want, all(t, s, 2, nil)); diff != "" {
+			t.Errorf("pages (-want +got):\n%s", diff)
+		}
+		if diff := cmp.Diff([][]string{{"r5", "r4", "r3", "r2", "r1"}}, all(t, s, 0, nil)); diff != "" {
+			t.Errorf("default limit (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("latest snapshots", func(t *testing.T) {
+		s := setup(t).Store
+		if err := s.SetSnapshot(context.Background(), "r3", snap(3, "updated")); err != nil {
+			t.Fatal(err)
+		}
+		page, err := s.List(context.Background(), runs.ListQuery{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, r := range page.Runs {
+			got[r.ID] = string(r.Snapshot)
+		}
+		want := map[string]string{"r1": string(snap(1, "running")), "r2": string(snap(2, "completed")), "r3": string(snap(3, "updated")),
+			"r4": string(snap(4, "completed")), "r5": string(snap(5, "running"))}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("snapshots (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("match", func(t *testing.T) {
+		s := setup(t).Store
+		if diff := cmp.Diff([][]string{{"r4"}, {"r2"}}, all(t, s, 1, completed)); diff != "" {
+			t.Errorf("pages (-want +got):\n%s", diff)
+		}
+		none := func(json.RawMessage) bool { return false }
+		if diff := cmp.Diff([][]string{{}}, all(t, s, 1, none)); diff != "" {
+			t.Errorf("pages (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("cursor survives new runs", func(t *testing.T) {
+		s := setup(t).Store
+		page, err := s.List(context.Background(), runs.ListQuery{Limit: 2})
+		if err != nil || page.Next == "" {
+			t.Fatalf("first page: %+v, %v", page, err)
+		}
+		create(t, s, "r6")
+		next, err := s.List(context.Background(), runs.ListQuery{After: page.Next, Limit: 2})
+		if err != nil || len(next.Runs) != 2 || next.Runs[0].ID != "r3" || next.Runs[1].ID != "r2" {
+			t.Errorf("second page after a new run: %+v, %v; want r3, r2", next, err)
+		}
+	})
+	t.Run("expired runs left out", func(t *testing.T) {
+		subj := setup(t)
+		subj.Advance(ttl)
+		if diff := cmp.Diff([][]string{{"r5", "r3", "r1"}}, all(t, subj.Store, 10, nil)); diff != "" {
+			t.Errorf("pages (-want +got):\n%s", diff)
+		}
+	})
+	t.Run("empty store", func(t *testing.T) {
+		s := open(t, newStore, Options{}).Store
+		page, err := s.List(context.Background(), runs.ListQuery{})
+		if err != nil || len(page.Runs) != 0 || page.Next != "" {
+			t.Errorf("List = %+v, %v; want an empty last page", page, err)
+		}
+	})
+	t.Run("foreign cursor", func(t *testing.T) {
+		s := setup(t).Store
+		for _, c := range []string{"not a cursor", "-1"} {
+			if _, err := s.List(context.Background(), runs.ListQuery{After: c}); !errors.Is(err, runs.ErrCursor) {
+				t.Errorf("List after %q: %v, want ErrCursor", c, err)
+			}
 		}
 	})
 }

@@ -229,6 +229,23 @@ func TestSample(t *testing.T) {
 			},
 		},
 		{
+			name: "parallel_disabled",
+			req: sampler.Request{
+				Model:      "claude-sonnet-4-5",
+				MaxTokens:  1024,
+				Messages:   []sampler.Message{user(text("Weather in San Francisco, please."))},
+				Tools:      []sampler.Tool{weatherTool(), timeTool()},
+				ToolChoice: &sampler.ToolChoice{Mode: sampler.ToolChoiceRequired, DisableParallelToolUse: true},
+			},
+			reply: "tool_use.json",
+			want: &sampler.Response{
+				Model:      "claude-sonnet-4-5-20250929",
+				Content:    []sampler.Content{toolUse("toolu_01A09q90qw90lq917835lq9", "get_weather", `{"location":"San Francisco, CA","unit":"celsius"}`)},
+				StopReason: sampler.StopToolUse,
+				Usage:      sampler.Usage{InputTokens: 384, OutputTokens: 57},
+			},
+		},
+		{
 			name: "tool_results",
 			req: sampler.Request{
 				Model:     "claude-sonnet-4-5",

@@ -111,6 +111,18 @@ func (p *Provider) params(req *sampler.Request) (sdk.MessageNewParams, *trick, e
 		default:
 			return params, nil, sampler.Invalid("/toolChoice/mode", "mode must be one of auto, required, none, tool")
 		}
+		if !tc.Parallel() {
+			// At most one tool_use block; none takes no such option.
+			off := param.NewOpt(true)
+			switch u := &params.ToolChoice; {
+			case u.OfAuto != nil:
+				u.OfAuto.DisableParallelToolUse = off
+			case u.OfAny != nil:
+				u.OfAny.DisableParallelToolUse = off
+			case u.OfTool != nil:
+				u.OfTool.DisableParallelToolUse = off
+			}
+		}
 	}
 	return params, nil, nil
 }

@@ -130,6 +130,24 @@ func TestSample(t *testing.T) {
 			},
 		},
 		{
+			name: "parallel_disabled",
+			req: &sampler.Request{
+				Model:      "gpt-4o-mini",
+				Messages:   []sampler.Message{userText("What's the weather like in Boston today?")},
+				MaxTokens:  1024,
+				Tools:      []sampler.Tool{weatherTool()},
+				ToolChoice: &sampler.ToolChoice{Mode: sampler.ToolChoiceRequired, DisableParallelToolUse: true},
+			},
+			reply: "tool_call.json",
+			want: &sampler.Response{
+				Model: "gpt-4o-mini",
+				Content: []sampler.Content{{Type: sampler.BlockToolUse, ID: "call_abc123", Name: "get_current_weather",
+					Input: json.RawMessage(`{"location":"Boston, MA"}`)}},
+				StopReason: sampler.StopToolUse,
+				Usage:      sampler.Usage{InputTokens: 82, OutputTokens: 17},
+			},
+		},
+		{
 			name: "tool_choice_none",
 			req: &sampler.Request{
 				Model:      "gpt-4o-mini",

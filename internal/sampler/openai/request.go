@@ -24,8 +24,11 @@ type chatRequest struct {
 	Tools               []chatTool `json:"tools,omitempty"`
 	// ToolChoice is a string ("auto", "required", "none") or a
 	// namedToolChoice.
-	ToolChoice     any             `json:"tool_choice,omitempty"`
-	ResponseFormat *responseFormat `json:"response_format,omitempty"`
+	ToolChoice any `json:"tool_choice,omitempty"`
+	// ParallelToolCalls false asks for at most one tool call; nil leaves
+	// OpenAI's default (true).
+	ParallelToolCalls *bool           `json:"parallel_tool_calls,omitempty"`
+	ResponseFormat    *responseFormat `json:"response_format,omitempty"`
 }
 
 // chatMessage is one message of the request. Content is a string, a
@@ -163,6 +166,10 @@ func (p *Provider) encodeRequest(req *sampler.Request) ([]byte, error) {
 			// auto, required and none are OpenAI's own spellings.
 			cr.ToolChoice = tc.Mode
 		}
+	}
+	if tc := req.ToolChoice; !tc.Parallel() && len(req.Tools) > 0 && tc.EffectiveMode() != sampler.ToolChoiceNone {
+		off := false
+		cr.ParallelToolCalls = &off
 	}
 	if len(req.Schema) > 0 {
 		cr.ResponseFormat = &responseFormat{Type: typeJSONSchema,
