@@ -126,7 +126,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		}, []string{"server"}),
 	}
 	// Series that alerts watch with increase() exist from the start.
-	for _, method := range []string{"sampleSchema", "sampleTools"} {
+	for _, method := range []string{"sampleSchema", "sampleTools", "sample"} {
 		m.ValidationRetries.WithLabelValues(method)
 		m.ValidationExhausted.WithLabelValues(method)
 	}
