@@ -29,6 +29,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"time"
 )
 
 // DefaultUserAgent is the User-Agent a Client sends unless WithUserAgent
@@ -42,6 +43,9 @@ type Client struct {
 	http      *http.Client
 	apiKey    string
 	userAgent string
+	// firstBackoff is the first wait of Events before reconnecting after
+	// a failure; tests shorten it.
+	firstBackoff time.Duration
 }
 
 // Option configures a Client.
@@ -73,7 +77,7 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 		return nil, fmt.Errorf("client: base URL %q: want http:// or https:// and a host", baseURL)
 	}
 	u.RawQuery, u.Fragment = "", ""
-	c := &Client{base: u}
+	c := &Client{base: u, firstBackoff: firstBackoff}
 	for _, o := range opts {
 		o(c)
 	}

@@ -143,7 +143,7 @@ func (c *Client) Events(ctx context.Context, id string) iter.Seq2[Event, error] 
 		var (
 			last     int64
 			failures int
-			backoff  = firstBackoff
+			backoff  = c.firstBackoff
 		)
 		for {
 			before := last
@@ -156,7 +156,7 @@ func (c *Client) Events(ctx context.Context, id string) iter.Seq2[Event, error] 
 				return
 			}
 			if last > before {
-				failures, backoff = 0, firstBackoff
+				failures, backoff = 0, c.firstBackoff
 				continue
 			}
 			if failures++; failures >= maxFailures {

@@ -1,0 +1,235 @@
+package client_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/sampled/sampled/client"
+)
+
+// cut says how the cutter ends an event stream: after `after` whole
+// events, by aborting the connection ("abort"), by aborting it in the
+// middle of the next event ("mid-event"), or by ending the response as if
+// the stream were over, between events ("end") or in the middle of the
+// next one ("mid-end"); "503" answers the request with a problem
+// and no stream.
+type cut struct {
+	after int
+	how   string
+}
+
+// cutter is a reverse proxy in front of the service that cuts the event
+// streams it passes on as its plan says, one cut per stream, then lets
+// them through whole. It records the Last-Event-ID of each stream request.
+type cutter struct {
+	service *httptest.Server
+	plan    []cut
+	proxy   *httputil.ReverseProxy
+
+	mu      sync.Mutex
+	lastIDs []string
+}
+
+func newCutter(service *httptest.Server, plan ...cut) *cutter {
+	u, _ := url.Parse(service.URL)
+	p := httputil.NewSingleHostReverseProxy(u)
+	p.Transport = service.Client().Transport
+	p.FlushInterval = -1
+	return &cutter{service: service, plan: plan, proxy: p}
+}
+
+func (c *cutter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !strings.HasSuffix(r.URL.Path, "/events") {
+		c.proxy.ServeHTTP(w, r)
+		return
+	}
+	c.mu.Lock()
+	n := len(c.lastIDs)
+	c.lastIDs = append(c.lastIDs, r.Header.Get("Last-Event-ID"))
+	c.mu.Unlock()
+	if n >= len(c.plan) {
+		c.proxy.ServeHTTP(w, r)
+		return
+	}
+	plan := c.plan[n]
+	if plan.how == "503" {
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.Header().Set("Retry-After", "0")
+		w.WriteHeader(http.StatusServiceUnavailable)
+		fmt.Fprintf(w, `{"type":"https://sampled.dev/problems/not-ready","title":"Not ready","status":503,"detail":"the service is shutting down; try again","instance":%q}`, r.URL.Path)
+		return
+	}
+	req, _ := http.NewRequestWithContext(r.Context(), http.MethodGet, c.service.URL+r.URL.Path, nil)
+	req.Header = r.Header.Clone()
+	resp, err := c.service.Client().Do(req)
+	if err != nil {
+		panic(http.ErrAbortHandler)
+	}
+	defer resp.Body.Close()
+	for k, v := range resp.Header {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(resp.StatusCode)
+	br := bufio.NewReader(resp.Body)
+	for range plan.after {
+		_, _ = w.Write(readFrame(br))
+	}
+	rc := http.NewResponseController(w)
+	switch plan.how {
+	case "abort":
+		_ = rc.Flush()
+		panic(http.ErrAbortHandler)
+	case "mid-event":
+		f := readFrame(br)
+		_, _ = w.Write(f[:len(f)/2])
+		_ = rc.Flush()
+		panic(http.ErrAbortHandler)
+	case "mid-end":
+		f := readFrame(br)
+		_, _ = w.Write(f[:len(f)/2])
+	case "end":
+	}
+}
+
+// readFrame reads one SSE message: lines up to an empty one.
+func readFrame(br *bufio.Reader) []byte {
+	var f bytes.Buffer
+	for {
+		line, err := br.ReadBytes('\n')
+		f.Write(line)
+		if err != nil || len(bytes.TrimRight(line, "\r\n")) == 0 {
+			return f.Bytes()
+		}
+	}
+}
+
+func TestEventsResume(t *testing.T) {
+	tests := []struct {
+		name    string
+		plan    []cut
+		lastIDs []string
+	}{
+		{"aborted between events", []cut{{3, "abort"}}, []string{"", "3"}},
+		{"aborted in an event", []cut{{3, "mid-event"}}, []string{"", "3"}},
+		{"ended early", []cut{{5, "end"}}, []string{"", "5"}},
+		{"ended in an event", []cut{{3, "mid-end"}}, []string{"", "3"}},
+		{"aborted before any event", []cut{{0, "abort"}}, []string{"", ""}},
+		{"unavailable, then cut again and again", []cut{{0, "503"}, {2, "mid-event"}, {1, "end"}, {4, "abort"}}, []string{"", "", "2", "3", "7"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			svc := service(t, nil)
+			direct := mustClient(t, svc.URL, client.WithHTTPClient(svc.Client()))
+			cutter := newCutter(svc, tt.plan...)
+			proxy := httptest.NewServer(cutter)
+			defer proxy.Close()
+			c := mustClient(t, proxy.URL, client.WithHTTPClient(proxy.Client()))
+
+			started, err := c.StartLoop(context.Background(), &calcLoop)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := collect(t, c, started.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := collect(t, direct, started.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(calcEvents, names(want)); diff != "" {
+				t.Fatalf("events read directly (-want +got):\n%s", diff)
+			}
+			// Every event once, in order, whole, with its data decoded.
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("events through the cuts (-direct +cut):\n%s", diff)
+			}
+			cutter.mu.Lock()
+			defer cutter.mu.Unlock()
+			if diff := cmp.Diff(tt.lastIDs, cutter.lastIDs); diff != "" {
+				t.Errorf("Last-Event-ID of each stream request (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// stream serves the frames as an event stream, then waits for the client
+// to go away, closing gone when it has.
+func stream(frames string, gone chan<- struct{}) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write([]byte(frames))
+		_ = http.NewResponseController(w).Flush()
+		<-r.Context().Done()
+		if gone != nil {
+			close(gone)
+		}
+	})
+}
+
+func TestEventsRefuseAGap(t *testing.T) {
+	srv := httptest.NewServer(stream("id: 1\nevent: loop.started\ndata: {\"id\":\"loop_1\"}\n\nid: 3\nevent: model.completed\ndata: {}\n\n", nil))
+	defer srv.Close()
+	defer srv.CloseClientConnections()
+	c := mustClient(t, srv.URL)
+	evs, err := collect(t, c, "loop_1")
+	if len(evs) != 1 || !errors.Is(err, client.ErrEventGap) {
+		t.Errorf("events %v, err %v", names(evs), err)
+	}
+}
+
+func TestEventsIgnoreUnknownEvents(t *testing.T) {
+	srv := httptest.NewServer(stream(": heartbeat\n\nid: 1\nevent: loop.paused\ndata: {\"why\":\"tea\"}\n\nid: 2\nevent: loop.completed\ndata: {\"status\":\"completed\",\"success\":true}\n\n", nil))
+	defer srv.Close()
+	defer srv.CloseClientConnections()
+	c := mustClient(t, srv.URL)
+	evs, err := collect(t, c, "loop_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []client.Event{
+		{ID: 1, Name: "loop.paused", Raw: []byte(`{"why":"tea"}`)},
+		{ID: 2, Name: client.EventLoopCompleted, Raw: []byte(`{"status":"completed","success":true}`),
+			Data: &client.LoopCompletedData{Status: client.LoopCompleted, Success: true}},
+	}
+	if diff := cmp.Diff(want, evs); diff != "" {
+		t.Errorf("events (-want +got):\n%s", diff)
+	}
+}
+
+func TestEventsEndWithTheContext(t *testing.T) {
+	gone := make(chan struct{})
+	srv := httptest.NewServer(stream("id: 1\nevent: loop.started\ndata: {\"id\":\"loop_1\"}\n\n", gone))
+	defer srv.Close()
+	c := mustClient(t, srv.URL)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var (
+		evs  []client.Event
+		errs []error
+	)
+	for ev, err := range c.Events(ctx, "loop_1") {
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		evs = append(evs, ev)
+		cancel()
+	}
+	if len(evs) != 1 || len(errs) != 1 || !errors.Is(errs[0], context.Canceled) {
+		t.Errorf("events %v, errors %v", names(evs), errs)
+	}
+	<-gone // the server saw the client go away
+}
