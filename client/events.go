@@ -207,8 +207,9 @@ func (c *Client) stream(ctx context.Context, path string, last *int64, yield fun
 		yield(Event{}, err)
 		return true, 0, err
 	}
-	// A clean EOF also ends a stream that was cut between events; read as
-	// unexpected, it never completes an event cut in the middle.
+	// go-sse's Read dispatches an event whose lines came whole but whose
+	// closing empty line did not; the SSE standard drops it. An EOF read
+	// as unexpected makes Read drop it too.
 	for m, err := range sse.Read(eofUnexpected{resp.Body}, &sse.ReadConfig{MaxEventSize: maxEventBytes}) {
 		if err != nil {
 			return false, 0, err

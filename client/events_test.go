@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -22,8 +23,9 @@ import (
 // cut says how the cutter ends an event stream: after `after` whole
 // events, by aborting the connection ("abort"), by aborting it in the
 // middle of the next event ("mid-event"), or by ending the response as if
-// the stream were over, between events ("end") or in the middle of the
-// next one ("mid-end"); "503" answers the request with a problem
+// the stream were over, between events ("end") or after the lines of the
+// next event but before the empty line that ends it ("unterminated": an
+// event a client must not dispatch); "503" answers the request with a problem
 // and no stream.
 type cut struct {
 	after int
@@ -96,9 +98,9 @@ func (c *cutter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = w.Write(f[:len(f)/2])
 		_ = rc.Flush()
 		panic(http.ErrAbortHandler)
-	case "mid-end":
+	case "unterminated":
 		f := readFrame(br)
-		_, _ = w.Write(f[:len(f)/2])
+		_, _ = w.Write(f[:len(f)-1]) // all but the empty line
 	case "end":
 	}
 }
@@ -124,7 +126,7 @@ func TestEventsResume(t *testing.T) {
 		{"aborted between events", []cut{{3, "abort"}}, []string{"", "3"}},
 		{"aborted in an event", []cut{{3, "mid-event"}}, []string{"", "3"}},
 		{"ended early", []cut{{5, "end"}}, []string{"", "5"}},
-		{"ended in an event", []cut{{3, "mid-end"}}, []string{"", "3"}},
+		{"ended before an event's end", []cut{{3, "unterminated"}}, []string{"", "3"}},
 		{"aborted before any event", []cut{{0, "abort"}}, []string{"", ""}},
 		{"unavailable, then cut again and again", []cut{{0, "503"}, {2, "mid-event"}, {1, "end"}, {4, "abort"}}, []string{"", "", "2", "3", "7"}},
 	}
@@ -232,4 +234,37 @@ func TestEventsEndWithTheContext(t *testing.T) {
 		t.Errorf("events %v, errors %v", names(evs), errs)
 	}
 	<-gone // the server saw the client go away
+}
+
+// TestEventsDropRepeatedEvents: a server that replays from the start
+// despite Last-Event-ID gives no duplicate.
+func TestEventsDropRepeatedEvents(t *testing.T) {
+	frames := []string{
+		"id: 1\nevent: loop.started\ndata: {\"id\":\"loop_1\"}\n\n",
+		"id: 2\nevent: iteration.completed\ndata: {\"iteration\":1}\n\n",
+		"id: 3\nevent: loop.completed\ndata: {\"status\":\"completed\"}\n\n",
+	}
+	var conns atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		if conns.Add(1) == 1 {
+			_, _ = w.Write([]byte(frames[0] + frames[1]))
+			_ = http.NewResponseController(w).Flush()
+			panic(http.ErrAbortHandler)
+		}
+		_, _ = w.Write([]byte(strings.Join(frames, "")))
+	}))
+	defer srv.Close()
+	c := mustClient(t, srv.URL)
+	evs, err := collect(t, c, "loop_1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []int64
+	for _, ev := range evs {
+		ids = append(ids, ev.ID)
+	}
+	if diff := cmp.Diff([]int64{1, 2, 3}, ids); diff != "" || conns.Load() != 2 {
+		t.Errorf("ids (-want +got):\n%s\nafter %d connections", diff, conns.Load())
+	}
 }
