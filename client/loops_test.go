@@ -252,4 +252,3 @@ func TestListLoopsOnTheService(t *testing.T) {
 		t.Errorf("runs (-want +got):\n%s", diff)
 	}
 }
-
