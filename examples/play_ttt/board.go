@@ -93,13 +93,13 @@ func (b *board) String() string {
 		for col := range 3 {
 			cell := row*3 + col + 1
 			if col > 0 {
-				s.WriteByte('|')
+				s.WriteString(" |")
 			}
 			mark := strconv.Itoa(cell)
 			if m := b.at(cell); m != 0 {
 				mark = string(m)
 			}
-			s.WriteString(" " + mark + " ")
+			s.WriteString(" " + mark)
 		}
 		s.WriteByte('\n')
 	}

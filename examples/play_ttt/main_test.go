@@ -143,7 +143,7 @@ func modelTurns(t *testing.T, xs []exchange) []modelTurn {
 }
 
 // boardRow is a row of a printed board.
-var boardRow = regexp.MustCompile(`(?m)^ (.) \| (.) \| (.) $`)
+var boardRow = regexp.MustCompile(`(?m)^ (.) \| (.) \| (.)$`)
 
 // lastBoard reads the last board the game printed.
 func lastBoard(t *testing.T, out string) board {
