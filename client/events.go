@@ -267,6 +267,7 @@ func decodeEvent(m sse.Event) (Event, error) {
 // eofUnexpected reads r, turning its EOF into io.ErrUnexpectedEOF.
 type eofUnexpected struct{ r io.Reader }
 
+// Read reads from the underlying reader.
 func (e eofUnexpected) Read(p []byte) (int, error) {
 	n, err := e.r.Read(p)
 	if err == io.EOF {

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/jsonschema-go/jsonschema"
@@ -442,5 +444,55 @@ func TestNewRejectsBadURLs(t *testing.T) {
 		if _, err := client.New(u); err == nil {
 			t.Errorf("New(%q) accepted", u)
 		}
+	}
+}
+
+// TestOtherErrorAnswers: answers of a proxy or of an upstream-facing
+// failure, as the client meets them.
+func TestOtherErrorAnswers(t *testing.T) {
+	tests := []struct {
+		name        string
+		contentType string
+		status      int
+		retryAfter  string
+		body        string
+		want        client.Problem
+	}{
+		{"a proxy's page", "text/html", 502, "", "<html>bad gateway</html>",
+			client.Problem{Type: "about:blank", Title: "Bad Gateway", Status: 502}},
+		{"rate limited upstream", "application/problem+json", 503, "12",
+			`{"type":"https://sampled.dev/problems/upstream-unavailable","title":"Upstream provider unavailable","status":503,"detail":"upstream openai: status 429: rate limited","instance":"/v1/sample","provider":"openai","upstreamStatus":429}`,
+			client.Problem{Type: "https://sampled.dev/problems/upstream-unavailable", Title: "Upstream provider unavailable", Status: 503,
+				Detail: "upstream openai: status 429: rate limited", Instance: "/v1/sample", RetryAfter: 12 * time.Second,
+				Extensions: map[string]json.RawMessage{"provider": json.RawMessage(`"openai"`), "upstreamStatus": json.RawMessage(`429`)}}},
+		{"a problem without members", "application/problem+json", 500, "", `{}`,
+			client.Problem{Type: "about:blank", Title: "Internal Server Error", Status: 500}},
+		{"not JSON", "application/json", 504, "", `{"type":`,
+			client.Problem{Type: "about:blank", Title: "Gateway Timeout", Status: 504}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", tt.contentType)
+				if tt.retryAfter != "" {
+					w.Header().Set("Retry-After", tt.retryAfter)
+				}
+				w.WriteHeader(tt.status)
+				_, _ = w.Write([]byte(tt.body))
+			}))
+			defer srv.Close()
+			c := mustClient(t, srv.URL, client.WithAPIKey("sk-secret-key"))
+			_, err := c.Sample(context.Background(), &client.SampleRequest{Prompt: "hi"})
+			var p *client.Problem
+			if !errors.As(err, &p) {
+				t.Fatalf("err = %v (%T)", err, err)
+			}
+			if diff := cmp.Diff(tt.want, *p); diff != "" {
+				t.Errorf("problem (-want +got):\n%s", diff)
+			}
+			if strings.Contains(err.Error(), "sk-secret-key") {
+				t.Errorf("the key shows in %q", err)
+			}
+		})
 	}
 }
