@@ -38,7 +38,7 @@ func main() {
 	stop()
 	switch {
 	case errors.Is(err, flag.ErrHelp):
-		os.Exit(2)
+		// flag printed the usage.
 	case errors.Is(err, context.Canceled):
 		fmt.Fprintln(os.Stderr, "play_ttt: game cancelled")
 		os.Exit(130)
@@ -110,8 +110,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		fmt.Fprintln(stdout, "\nDraw.")
 	case modelMark:
 		fmt.Fprintf(stdout, "\n%c wins: the model wins.\n", w)
-	default:
-		fmt.Fprintf(stdout, "\n%c wins: %s win%s.\n", w, person.name(), map[bool]string{true: "", false: "s"}[person.name() == "you"])
+	case other(modelMark):
+		if _, human := person.(humanPlayer); human {
+			fmt.Fprintf(stdout, "\n%c wins: you win.\n", w)
+		} else {
+			fmt.Fprintf(stdout, "\n%c wins: %s wins.\n", w, person.name())
+		}
 	}
 	return nil
 }
