@@ -84,11 +84,19 @@ func (c *cutter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header()[k] = v
 	}
 	w.WriteHeader(resp.StatusCode)
-	br := bufio.NewReader(resp.Body)
-	for range plan.after {
-		_, _ = w.Write(readFrame(br))
-	}
 	rc := http.NewResponseController(w)
+	br := bufio.NewReader(resp.Body)
+	for n := 0; n < plan.after; {
+		f := readFrame(br)
+		if len(f) == 0 {
+			panic(http.ErrAbortHandler) // the service's stream ended
+		}
+		if bytes.HasPrefix(f, []byte("id:")) {
+			n++ // an event, not a heartbeat
+		}
+		_, _ = w.Write(f)
+		_ = rc.Flush()
+	}
 	switch plan.how {
 	case "abort":
 		_ = rc.Flush()
@@ -266,5 +274,75 @@ func TestEventsDropRepeatedEvents(t *testing.T) {
 	}
 	if diff := cmp.Diff([]int64{1, 2, 3}, ids); diff != "" || conns.Load() != 2 {
 		t.Errorf("ids (-want +got):\n%s\nafter %d connections", diff, conns.Load())
+	}
+}
+
+// TestEventsFollowLiveEventsAcrossACut publishes a run's events one at a
+// time into the service's run store, each after the client got the one
+// before, so that the stream is followed live, and cuts the connection
+// after the second: the client resumes and gets the rest, live too.
+func TestEventsFollowLiveEventsAcrossACut(t *testing.T) {
+	svc, a := serviceApp(t, nil)
+	cutter := newCutter(svc, cut{2, "abort"})
+	proxy := httptest.NewServer(cutter)
+	defer proxy.Close()
+	c := mustClient(t, proxy.URL, client.WithHTTPClient(proxy.Client()))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel() // ends the reader when the test fails early
+	store, id := a.Runs(), "loop_00000000000000aa"
+	if err := store.Create(ctx, id, []byte(`{"id":"loop_00000000000000aa","status":"running"}`)); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan client.Event)
+	errc := make(chan error, 1)
+	go func() {
+		defer close(got)
+		for ev, err := range c.Events(ctx, id) {
+			if err != nil {
+				errc <- err
+				return
+			}
+			select {
+			case got <- ev:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	const n = 6
+	for i := 1; i <= n; i++ {
+		data := []byte(fmt.Sprintf(`{"traceId":"t","iteration":%d,"toolCalls":[],"durationMs":0}`, i))
+		var err error
+		if i < n {
+			_, err = store.Append(ctx, id, client.EventIterationCompleted, data)
+		} else {
+			_, err = store.Finish(ctx, id, client.EventLoopCompleted, []byte(`{"traceId":"t","status":"completed","success":true}`), nil)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case ev, ok := <-got:
+			if !ok {
+				t.Fatalf("the events ended before event %d: %v", i, <-errc)
+			}
+			if ev.ID != int64(i) {
+				t.Fatalf("event %d has id %d", i, ev.ID)
+			}
+			if d, ok := ev.Data.(*client.IterationCompletedData); i < n && (!ok || d.Iteration != i) {
+				t.Fatalf("event %d: %+v", i, ev.Data)
+			}
+		case err := <-errc:
+			t.Fatal(err)
+		}
+	}
+	if _, more := <-got; more {
+		t.Error("an event after loop.completed")
+	}
+	cutter.mu.Lock()
+	defer cutter.mu.Unlock()
+	if diff := cmp.Diff([]string{"", "2"}, cutter.lastIDs); diff != "" {
+		t.Errorf("Last-Event-ID of each stream request (-want +got):\n%s", diff)
 	}
 }

@@ -17,6 +17,13 @@ import (
 // loopback port; wrap, when set, sees every request first.
 func service(t testing.TB, wrap func(http.Handler) http.Handler) *httptest.Server {
 	t.Helper()
+	srv, _ := serviceApp(t, wrap)
+	return srv
+}
+
+// serviceApp is service, with the assembled app.
+func serviceApp(t testing.TB, wrap func(http.Handler) http.Handler) (*httptest.Server, *app.App) {
+	t.Helper()
 	a, err := app.New(context.Background(), app.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -30,7 +37,7 @@ func service(t testing.TB, wrap func(http.Handler) http.Handler) *httptest.Serve
 		srv.Close()
 		_ = a.Close()
 	})
-	return srv
+	return srv, a
 }
 
 // newClient returns a client of a new service.
