@@ -106,6 +106,10 @@ type MCPServer struct {
 	Env     map[string]string `yaml:"env" json:"env,omitempty"`
 	URL     string            `yaml:"url" json:"url,omitempty"`
 	Headers map[string]string `yaml:"headers" json:"headers,omitempty"`
+	// ProtocolVersion is the MCP version sampled offers the server:
+	// "2025-11-25" (the default; sampling requests are pushed) or
+	// "2026-07-28" (sampling requests come as "input required" results).
+	ProtocolVersion string `yaml:"protocolVersion" json:"protocolVersion,omitempty"`
 	// Sampling is the server's policy for the sampling/createMessage
 	// requests it sends sampled.
 	Sampling Sampling `yaml:"sampling" json:"sampling,omitzero"`
@@ -382,6 +386,11 @@ func (c *Config) check() error {
 			return fmt.Errorf("mcpServers.%s: give command (stdio) or url (streamable HTTP)", name)
 		case s.Command != "" && s.URL != "":
 			return fmt.Errorf("mcpServers.%s: give command or url, not both", name)
+		}
+		switch s.ProtocolVersion {
+		case "", "2025-11-25", "2026-07-28":
+		default:
+			return fmt.Errorf("mcpServers.%s.protocolVersion: want 2025-11-25 or 2026-07-28, got %q", name, s.ProtocolVersion)
 		}
 		if err := s.Sampling.check(known); err != nil {
 			return fmt.Errorf("mcpServers.%s.sampling.%w", name, err)
