@@ -1,7 +1,6 @@
 package host_test
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
@@ -179,18 +178,3 @@ func TestInvalidParams(t *testing.T) {
 	}
 }
 
-// TestRefusedBeforeStart: a server that asks before the host is set is
-// refused with -1, not with a plain error.
-func TestWireErrorCodes(t *testing.T) {
-	t.Parallel()
-	s := newStack(t, map[string]config.MCPServer{"peer": stdioPeer(t, "", config.Sampling{})}, stackOptions{})
-	// An unknown hint is fine (advisory), an upstream failure is -32603:
-	// the flaky model is not allowed here, so use a tool choice naming an
-	// undeclared tool, which the offline provider fails on.
-	out := s.sample(t, "peer", "push", fmt.Sprintf(`{"messages":[{"role":"user","content":{"type":"text","text":"x"}}],"maxTokens":5,
-		"tools":[%s],"toolChoice":{"mode":"required"}}`, weatherTool))
-	if out.Code != 0 {
-		t.Errorf("required tool choice: %d %s", out.Code, out.Message)
-	}
-	_ = context.Background()
-}

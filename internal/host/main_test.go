@@ -103,8 +103,26 @@ func httpPeer(t testing.TB, version string, policy config.Sampling) config.MCPSe
 type stack struct {
 	reg     *tools.Registry
 	engine  *loop.Engine
+	loops   *recorder
 	store   *memory.Store
 	metrics *metrics.Metrics
+}
+
+// recorder runs loops on an engine and records their ids.
+type recorder struct {
+	e   *loop.Engine
+	mu  sync.Mutex
+	ids []string
+}
+
+func (r *recorder) Run(ctx context.Context, spec loop.Spec, onIteration func(int)) (*loop.Snapshot, error) {
+	snap, err := r.e.Run(ctx, spec, onIteration)
+	if snap != nil {
+		r.mu.Lock()
+		r.ids = append(r.ids, snap.ID)
+		r.mu.Unlock()
+	}
+	return snap, err
 }
 
 // late forwards to the host once it is set (the host needs the engine,
@@ -145,7 +163,8 @@ func newStack(t testing.TB, servers map[string]config.MCPServer, so stackOptions
 	}
 	store := memory.New(memory.Options{})
 	e := loop.New(loop.Options{Sampler: svc, Tools: reg, Store: store, Metrics: m})
-	lh.h.Store(host.New(host.Options{Sampler: svc, Catalog: cat, Loops: e, Tools: reg, Servers: servers, Metrics: m}))
+	rec := &recorder{e: e}
+	lh.h.Store(host.New(host.Options{Sampler: svc, Catalog: cat, Loops: rec, Tools: reg, Servers: servers, Metrics: m}))
 	t.Cleanup(func() {
 		e.Close()
 		if err := reg.Close(); err != nil {
@@ -157,7 +176,7 @@ func newStack(t testing.TB, servers map[string]config.MCPServer, so stackOptions
 			t.Fatalf("%s: %v (%+v)", name, err, reg.Status())
 		}
 	}
-	return &stack{reg: reg, engine: e, store: store, metrics: m}
+	return &stack{reg: reg, engine: e, loops: rec, store: store, metrics: m}
 }
 
 // sampleOut is the structuredContent of the peer's sampling tools.
