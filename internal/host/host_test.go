@@ -177,4 +177,3 @@ func TestInvalidParams(t *testing.T) {
 		})
 	}
 }
-

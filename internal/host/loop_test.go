@@ -268,4 +268,3 @@ func TestUpstreamFailure(t *testing.T) {
 		t.Errorf("sampling requests {peer, error} = %v, want 1", got)
 	}
 }
-
