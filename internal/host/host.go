@@ -216,9 +216,6 @@ func (h *Host) createMessage(ctx context.Context, req *tools.SamplingRequest) (*
 	if err != nil {
 		return nil, samplingError(ctx, err)
 	}
-	if req.Progress != nil {
-		req.Progress(ctx, 1, "answered by "+res.ModelID)
-	}
 	out := sampler.CreateMessageResultOf(res)
 	if len(p.Tools) == 0 {
 		out.Content = oneBlock(out.Content)

@@ -90,8 +90,11 @@ func TestServerToolsRoundTrip(t *testing.T) {
 func TestPlainResultIsOneBlock(t *testing.T) {
 	t.Parallel()
 	s := newStack(t, map[string]config.MCPServer{"peer": stdioPeer(t, "", config.Sampling{})}, stackOptions{})
-	out := s.sample(t, "peer", "push", `{"messages":[{"role":"user","content":{"type":"text","text":"Say hello"}}],"maxTokens":50}`)
+	out := s.sample(t, "peer", "push", `{"messages":[{"role":"user","content":{"type":"text","text":"Say hello"}}],"maxTokens":50,"_meta":{"progressToken":7}}`)
 	res := checkResult(t, out)
+	if diff := cmp.Diff([]string{"sampling with offline/default"}, s.progressSeen(t, "peer", "7")); diff != "" {
+		t.Errorf("progress the server saw (-want +got):\n%s", diff)
+	}
 	if !strings.HasPrefix(strings.TrimSpace(string(out.Result)), "{") {
 		t.Fatal("unreachable: the result is an object")
 	}

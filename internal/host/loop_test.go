@@ -85,19 +85,8 @@ func TestClientRunLoop(t *testing.T) {
 		t.Errorf("run result %q, answer %q", snap.Result, res.Content[0].Text)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-	defer cancel()
-	b, _ := json.Marshal(map[string]string{"token": "loop-1"})
-	pr, err := s.reg.Call(ctx, "peer__progress_seen", b)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var seen struct{ Messages []string }
-	if err := json.Unmarshal(pr.StructuredContent, &seen); err != nil {
-		t.Fatal(err)
-	}
 	want := []string{"client-run loop: iteration 1 of at most 4", "client-run loop: iteration 2 of at most 4"}
-	if diff := cmp.Diff(want, seen.Messages); diff != "" {
+	if diff := cmp.Diff(want, s.progressSeen(t, "peer", "loop-1")); diff != "" {
 		t.Errorf("progress the server saw (-want +got):\n%s", diff)
 	}
 

@@ -255,3 +255,21 @@ func checkResult(t testing.TB, out sampleOut) sampler.CreateMessageResult {
 	}
 	return res
 }
+
+// progressSeen asks the peer which progress messages it received for
+// token. The peer reads the notifications before this later request.
+func (s *stack) progressSeen(t testing.TB, server, token string) []string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	b, _ := json.Marshal(map[string]string{"token": token})
+	res, err := s.reg.Call(ctx, server+"__progress_seen", b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seen struct{ Messages []string }
+	if err := json.Unmarshal(res.StructuredContent, &seen); err != nil {
+		t.Fatal(err)
+	}
+	return seen.Messages
+}
