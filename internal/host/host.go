@@ -121,6 +121,11 @@ func New(o Options) *Host {
 			p.limit = &limiter{perMinute: n}
 		}
 		h.policies[name] = p
+		// The series exist from the start, at 0: a dashboard shows that a
+		// server sent nothing, and increase() sees the first request.
+		for _, outcome := range []string{outcomeOK, outcomeRefused, outcomeInvalid, outcomeError, outcomeCancelled} {
+			o.Metrics.MCPSampling.WithLabelValues(name, outcome)
+		}
 	}
 	return h
 }
