@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -22,6 +23,7 @@ import (
 	"github.com/sampled/sampled/internal/loop"
 	"github.com/sampled/sampled/internal/sampler"
 	"github.com/sampled/sampled/internal/testwait"
+	"github.com/sampled/sampled/internal/tools"
 )
 
 // tsPeers is the directory of the npm-installed MCP peers (.ci/run runs
@@ -261,4 +263,26 @@ func mcpSampling(t *testing.T, reg *prometheus.Registry, server, outcome string)
 		}
 	}
 	return c
+}
+
+// TestLateHost: a server that asks before the host is set is refused with
+// -1, and answered by the host once it is.
+func TestLateHost(t *testing.T) {
+	var l lateHost
+	_, err := l.CreateMessage(context.Background(), &tools.SamplingRequest{Server: "x"})
+	var se *tools.SamplingError
+	if !errors.As(err, &se) || se.Code != tools.CodeRefused {
+		t.Fatalf("before set: %v, want a -1 refusal", err)
+	}
+	want := &sampler.CreateMessageResult{Model: "m"}
+	l.set(hostFunc(func(context.Context, *tools.SamplingRequest) (*sampler.CreateMessageResult, error) { return want, nil }))
+	if got, err := l.CreateMessage(context.Background(), &tools.SamplingRequest{Server: "x"}); err != nil || got != want {
+		t.Errorf("after set: %v, %v", got, err)
+	}
+}
+
+type hostFunc func(context.Context, *tools.SamplingRequest) (*sampler.CreateMessageResult, error)
+
+func (f hostFunc) CreateMessage(ctx context.Context, req *tools.SamplingRequest) (*sampler.CreateMessageResult, error) {
+	return f(ctx, req)
 }
