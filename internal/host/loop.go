@@ -13,7 +13,8 @@ import (
 )
 
 // MetaLoop is the key of the result's _meta under which a client-run loop
-// names its run: {"id": "loop_…", "traceId": "…", "iterations": n}.
+// names its run: {"id": "loop_…", "traceId": "…", "iterations": n,
+// "origin": {"server": "…", "requestId": "…"}}.
 const MetaLoop = "io.sampled/loop"
 
 // extension is what a request asks of a client-run loop.
@@ -76,9 +77,8 @@ func extensions(params, meta json.RawMessage) (extension, error) {
 type Origin struct {
 	// Server is the configured name of the MCP server.
 	Server string `json:"server"`
-	// RequestID is the JSON-RPC id of its sampling request, when known:
-	// go-sdk v1.8.0 does not show it to a client's handlers, so it is
-	// empty for now.
+	// RequestID is the JSON-RPC id of its sampling request, when the
+	// transport shows it (stdio).
 	RequestID string `json:"requestId,omitempty"`
 }
 
@@ -126,7 +126,8 @@ func (h *Host) runLoop(ctx context.Context, req *tools.SamplingRequest, pol *pol
 		MaxTokens:     &maxTokens,
 		Temperature:   p.Temperature,
 	}
-	h.withOrigin(&spec, Origin{Server: req.Server})
+	origin := Origin{Server: req.Server, RequestID: req.RequestID}
+	h.withOrigin(&spec, origin)
 	var onIteration func(int)
 	if req.Progress != nil {
 		onIteration = func(it int) {
@@ -146,7 +147,8 @@ func (h *Host) runLoop(ctx context.Context, req *tools.SamplingRequest, pol *pol
 	default:
 		return nil, failed("the client-run loop %s ended %s: %s", snap.ID, snap.Status, snap.Error)
 	}
-	meta, err := json.Marshal(map[string]any{MetaLoop: map[string]any{"id": snap.ID, "traceId": snap.TraceID, "iterations": snap.Iterations}})
+	meta, err := json.Marshal(map[string]any{MetaLoop: map[string]any{"id": snap.ID, "traceId": snap.TraceID,
+		"iterations": snap.Iterations, "origin": origin}})
 	if err != nil {
 		return nil, failed("encode the result: %v", err)
 	}

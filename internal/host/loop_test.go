@@ -41,12 +41,13 @@ func (s *stack) snapshotOf(t testing.TB, id string) loop.Snapshot {
 }
 
 // loopMeta is the result's _meta naming the client-run loop.
-func loopMeta(t testing.TB, res sampler.CreateMessageResult) (id string, iterations int) {
+func loopMeta(t testing.TB, res sampler.CreateMessageResult) (id string, iterations int, origin host.Origin) {
 	t.Helper()
 	var meta map[string]struct {
-		ID         string `json:"id"`
-		TraceID    string `json:"traceId"`
-		Iterations int    `json:"iterations"`
+		ID         string      `json:"id"`
+		TraceID    string      `json:"traceId"`
+		Iterations int         `json:"iterations"`
+		Origin     host.Origin `json:"origin"`
 	}
 	if err := json.Unmarshal(res.Meta, &meta); err != nil {
 		t.Fatalf("_meta %s: %v", res.Meta, err)
@@ -55,7 +56,7 @@ func loopMeta(t testing.TB, res sampler.CreateMessageResult) (id string, iterati
 	if !ok || !strings.HasPrefix(m.ID, "loop_") || m.TraceID == "" {
 		t.Fatalf("_meta %s does not name the loop", res.Meta)
 	}
-	return m.ID, m.Iterations
+	return m.ID, m.Iterations, m.Origin
 }
 
 // TestClientRunLoop: a server asks sampled to run the loop. It reaches only
@@ -72,7 +73,10 @@ func TestClientRunLoop(t *testing.T) {
 	if len(res.Content) != 1 || !strings.Contains(res.Content[0].Text, "14") || res.StopReason != sampler.StopEndTurn {
 		t.Errorf("result %s, want the loop's answer with 14", out.Result)
 	}
-	id, iterations := loopMeta(t, res)
+	id, iterations, origin := loopMeta(t, res)
+	if origin.Server != "peer" || origin.RequestID == "" {
+		t.Errorf("origin %+v, want the peer and its request's JSON-RPC id", origin)
+	}
 	snap := s.snapshotOf(t, id)
 	if snap.Status != loop.StatusCompleted || snap.Iterations != iterations || iterations != 2 || snap.MaxIterations != 4 {
 		t.Errorf("run %s: status %s, %d iterations (meta %d), maxIterations %d; want completed in 2, capped at 4",
@@ -122,7 +126,7 @@ func TestNestingDepth(t *testing.T) {
 	defer cancel()
 	out := s.call(t, ctx, "a__nest", map[string]any{})
 	res := checkResult(t, out)
-	if _, it := loopMeta(t, res); it < 1 {
+	if _, it, _ := loopMeta(t, res); it < 1 {
 		t.Errorf("the outer loop ran %d iterations", it)
 	}
 	for _, tc := range []struct {

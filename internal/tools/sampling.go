@@ -26,8 +26,14 @@ type SamplingHost interface {
 type SamplingRequest struct {
 	// Server is the configured name of the server that asks.
 	Server string
+	// RequestID is the JSON-RPC id of the request, when the transport
+	// shows it (stdio); "" otherwise (streamable HTTP, and requests of
+	// "input required" results, which have none).
+	RequestID string
 	// Params are the request's params (MCP's CreateMessageRequestParams)
-	// as JSON.
+	// as JSON. On stdio, maxIterations and allowedToolPatterns sent as
+	// members of the params are moved under _meta, where go-sdk keeps
+	// them.
 	Params json.RawMessage
 	// Depth is how deeply the request is nested: 1 for a request made
 	// outside any client-run loop, n+1 for one made by a server whose tool
@@ -114,11 +120,12 @@ func (r *Registry) callDepth(s *server) int {
 // bound it.
 func (r *Registry) createMessageHandler(s *server, h SamplingHost) func(context.Context, *mcp.CreateMessageWithToolsRequest) (*mcp.CreateMessageWithToolsResult, error) {
 	return func(ctx context.Context, req *mcp.CreateMessageWithToolsRequest) (*mcp.CreateMessageWithToolsResult, error) {
+		id := requestID(req.Params.Meta, s.transport == TransportStdio)
 		raw, err := json.Marshal(req.Params)
 		if err != nil {
 			return nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: fmt.Sprintf("sampling/createMessage: params: %v", err)}
 		}
-		sr := &SamplingRequest{Server: s.name, Params: raw, Depth: max(SamplingDepth(ctx), r.callDepth(s)) + 1}
+		sr := &SamplingRequest{Server: s.name, RequestID: id, Params: raw, Depth: max(SamplingDepth(ctx), r.callDepth(s)) + 1}
 		if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
 			session := req.Session
 			sr.Progress = func(ctx context.Context, progress float64, message string) {

@@ -83,7 +83,8 @@ func stdioDialer(s config.MCPServer, logger *slog.Logger) dialer {
 		cmd.Stderr = &lineLogger{logger: logger}
 		// A grandchild holding stderr open must not block Wait forever.
 		cmd.WaitDelay = 5 * time.Second
-		session, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, sessionOptions(s.ProtocolVersion))
+		t := samplingTransport{&mcp.CommandTransport{Command: cmd}}
+		session, err := client.Connect(ctx, t, sessionOptions(s.ProtocolVersion))
 		if err != nil {
 			return nil, fmt.Errorf("start %s: %w", s.Command, err)
 		}
