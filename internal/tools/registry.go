@@ -215,6 +215,7 @@ func (r *Registry) newClient(impl *mcp.Implementation, s *server, logger *slog.L
 		},
 	}
 	if h != nil {
+		//lint:ignore SA1019 sampled is a sampling client on purpose; go-sdk deprecates sampling from 2026-07-28 but keeps it working through the deprecation window
 		o.CreateMessageWithToolsHandler = r.createMessageHandler(s, h)
 	}
 	return mcp.NewClient(impl, o)

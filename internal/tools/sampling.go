@@ -118,7 +118,10 @@ func (r *Registry) callDepth(s *server) int {
 // result (protocol 2026-07-28) is the tool call's, which carries its
 // depth; a pushed request's is the session's, so the calls in flight
 // bound it.
+//
+//lint:ignore SA1019 sampled is a sampling client on purpose; go-sdk deprecates sampling from 2026-07-28 but keeps it working through the deprecation window
 func (r *Registry) createMessageHandler(s *server, h SamplingHost) func(context.Context, *mcp.CreateMessageWithToolsRequest) (*mcp.CreateMessageWithToolsResult, error) {
+	//lint:ignore SA1019 see above
 	return func(ctx context.Context, req *mcp.CreateMessageWithToolsRequest) (*mcp.CreateMessageWithToolsResult, error) {
 		id := requestID(req.Params.Meta, s.transport == TransportStdio)
 		raw, err := json.Marshal(req.Params)
@@ -143,6 +146,7 @@ func (r *Registry) createMessageHandler(s *server, h SamplingHost) func(context.
 		if err != nil {
 			return nil, &jsonrpc.Error{Code: CodeInternal, Message: fmt.Sprintf("sampling/createMessage: encode the result: %v", err)}
 		}
+		//lint:ignore SA1019 see above
 		var out mcp.CreateMessageWithToolsResult
 		if err := json.Unmarshal(b, &out); err != nil {
 			return nil, &jsonrpc.Error{Code: CodeInternal, Message: fmt.Sprintf("sampling/createMessage: convert the result: %v", err)}
