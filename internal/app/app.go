@@ -15,6 +15,7 @@ import (
 
 	"github.com/sampled/sampled/internal/config"
 	"github.com/sampled/sampled/internal/handlers"
+	"github.com/sampled/sampled/internal/host"
 	"github.com/sampled/sampled/internal/loop"
 	"github.com/sampled/sampled/internal/metrics"
 	"github.com/sampled/sampled/internal/runs"
@@ -84,12 +85,17 @@ func New(ctx context.Context, o Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	toolReg, err := tools.Start(ctx, tools.Options{Servers: pc.MCPServers, Metrics: m, Logger: o.Logger})
+	// The host answers the MCP servers' sampling requests with the loop
+	// engine, which calls the registry's tools: it is set once both exist.
+	samplingHost := &lateHost{}
+	toolReg, err := tools.Start(ctx, tools.Options{Servers: pc.MCPServers, Metrics: m, Logger: o.Logger, Sampling: samplingHost})
 	if err != nil {
 		return nil, fmt.Errorf("tools: %w", err)
 	}
 	a := &App{Catalog: cat, tools: toolReg, store: memory.New(memory.Options{})}
 	a.engine = loop.New(loop.Options{Sampler: svc, Tools: toolReg, Store: a.store, Metrics: m, Logger: o.Logger})
+	samplingHost.set(host.New(host.Options{Sampler: svc, Catalog: cat, Loops: a.engine, Tools: toolReg,
+		Servers: pc.MCPServers, Metrics: m, Logger: o.Logger}))
 	a.Handler = handlers.New(handlers.Config{
 		Sampler:      svc,
 		Metrics:      m,

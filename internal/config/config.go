@@ -14,6 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path"
 	"strconv"
 	"strings"
 	"time"
@@ -108,6 +109,47 @@ type MCPServer struct {
 	Env     map[string]string `yaml:"env" json:"env,omitempty"`
 	URL     string            `yaml:"url" json:"url,omitempty"`
 	Headers map[string]string `yaml:"headers" json:"headers,omitempty"`
+	// ProtocolVersion is the MCP version sampled offers the server:
+	// "2025-11-25" (the default; sampling requests are pushed) or
+	// "2026-07-28" (sampling requests come as "input required" results).
+	ProtocolVersion string `yaml:"protocolVersion" json:"protocolVersion,omitempty"`
+	// Sampling is the server's policy for the sampling/createMessage
+	// requests it sends sampled.
+	Sampling Sampling `yaml:"sampling" json:"sampling,omitzero"`
+}
+
+// Sampling is what one MCP server may ask of sampled as its sampling
+// client. The zero value allows sampling with the default model, no cap
+// beyond the service's own, no rate limit and no client-run loop.
+type Sampling struct {
+	// Enabled nil means on; false refuses every request.
+	Enabled *bool `yaml:"enabled" json:"enabled,omitempty"`
+	// Models are the model IDs or aliases the server may use; the first is
+	// used when the server's preferences select none of them. Empty means
+	// the default model alone.
+	Models []string `yaml:"models" json:"models,omitempty"`
+	// MaxTokens caps the maxTokens of a request (lowered to it); 0 means
+	// no cap.
+	MaxTokens int `yaml:"maxTokens" json:"maxTokens,omitempty"`
+	// RequestsPerMinute bounds the server's requests; 0 means no limit.
+	RequestsPerMinute int `yaml:"requestsPerMinute" json:"requestsPerMinute,omitempty"`
+	// Loop says whether the server may ask sampled to run a tool loop.
+	Loop SamplingLoop `yaml:"loop" json:"loop,omitzero"`
+}
+
+// On reports whether sampling is enabled.
+func (s Sampling) On() bool { return s.Enabled == nil || *s.Enabled }
+
+// SamplingLoop is the policy for client-run loops: a request carrying
+// maxIterations and allowedToolPatterns.
+type SamplingLoop struct {
+	// Allowed lets the server ask for a loop; off by default.
+	Allowed bool `yaml:"allowed" json:"allowed,omitempty"`
+	// Tools are glob patterns (path.Match) over sampled's exposed tool
+	// names that the server's loops may reach; required when Allowed.
+	Tools []string `yaml:"tools" json:"tools,omitempty"`
+	// MaxIterations caps a loop's maxIterations; 0 means 10.
+	MaxIterations int `yaml:"maxIterations" json:"maxIterations,omitempty"`
 }
 
 // Provider is one configured backend.
@@ -372,6 +414,40 @@ func (c *Config) check() error {
 			return fmt.Errorf("mcpServers.%s: give command (stdio) or url (streamable HTTP)", name)
 		case s.Command != "" && s.URL != "":
 			return fmt.Errorf("mcpServers.%s: give command or url, not both", name)
+		}
+		switch s.ProtocolVersion {
+		case "", "2025-11-25", "2026-07-28":
+		default:
+			return fmt.Errorf("mcpServers.%s.protocolVersion: want 2025-11-25 or 2026-07-28, got %q", name, s.ProtocolVersion)
+		}
+		if err := s.Sampling.check(known); err != nil {
+			return fmt.Errorf("mcpServers.%s.sampling.%w", name, err)
+		}
+	}
+	return nil
+}
+
+// check checks a server's sampling policy; the error names the field
+// relative to the policy.
+func (s Sampling) check(known func(string) bool) error {
+	for i, m := range s.Models {
+		if !known(m) {
+			return fmt.Errorf("models[%d]: %q is not a configured model", i, m)
+		}
+	}
+	switch {
+	case s.MaxTokens < 0:
+		return fmt.Errorf("maxTokens: must not be negative, got %d", s.MaxTokens)
+	case s.RequestsPerMinute < 0:
+		return fmt.Errorf("requestsPerMinute: must not be negative, got %d", s.RequestsPerMinute)
+	case s.Loop.MaxIterations < 0 || s.Loop.MaxIterations > 100:
+		return fmt.Errorf("loop.maxIterations: must be between 1 and 100 (0 means 10), got %d", s.Loop.MaxIterations)
+	case s.Loop.Allowed && len(s.Loop.Tools) == 0:
+		return errors.New("loop.tools: give the tool patterns its loops may reach (e.g. [\"std__*\"])")
+	}
+	for i, p := range s.Loop.Tools {
+		if _, err := path.Match(p, ""); err != nil || p == "" {
+			return fmt.Errorf("loop.tools[%d]: %q is not a valid glob pattern", i, p)
 		}
 	}
 	return nil

@@ -144,8 +144,18 @@ mcpServers:
   git:
     command: mcp-server-git
     args: ["--repository", "."]
+    sampling:
+      models: [fast, offline/default]
+      maxTokens: 2000
+      requestsPerMinute: 30
+      loop:
+        allowed: true
+        tools: ["std__*", "remote__search"]
+        maxIterations: 5
   remote:
     url: http://127.0.0.1:9000/mcp
+    protocolVersion: "2026-07-28"
+    sampling: {enabled: false}
 `
 
 func TestFile(t *testing.T) {
@@ -163,6 +173,17 @@ func TestFile(t *testing.T) {
 	}
 	if len(c.MCPServers) != 2 || c.MCPServers["git"].Command != "mcp-server-git" {
 		t.Errorf("mcpServers = %+v", c.MCPServers)
+	}
+	wantSampling := Sampling{Models: []string{"fast", "offline/default"}, MaxTokens: 2000, RequestsPerMinute: 30,
+		Loop: SamplingLoop{Allowed: true, Tools: []string{"std__*", "remote__search"}, MaxIterations: 5}}
+	if diff := cmp.Diff(wantSampling, c.MCPServers["git"].Sampling); diff != "" {
+		t.Errorf("git's sampling (-want +got):\n%s", diff)
+	}
+	if !c.MCPServers["git"].Sampling.On() || c.MCPServers["remote"].Sampling.On() {
+		t.Error("sampling is on unless disabled")
+	}
+	if c.MCPServers["remote"].ProtocolVersion != "2026-07-28" {
+		t.Errorf("remote's protocolVersion = %q", c.MCPServers["remote"].ProtocolVersion)
 	}
 	for _, f := range []string{"%v", "%+v", "%#v", "%s"} {
 		if s := fmt.Sprintf(f, c); strings.Contains(s, "sk-openai-secret") || strings.Contains(s, "sk-ant-secret") {
@@ -193,6 +214,14 @@ func TestBadConfigNamesTheField(t *testing.T) {
 		{name: "mcp server without command or url", yaml: base("      - name: m\n") + "mcpServers:\n  git: {}\n", want: "mcpServers.git"},
 		{name: "mcp server with command and url", yaml: base("      - name: m\n") + "mcpServers:\n  git: {command: git-mcp, url: 'http://127.0.0.1:1/mcp'}\n", want: "mcpServers.git: give command or url, not both"},
 		{name: "mcp server without a name", yaml: base("      - name: m\n") + "mcpServers:\n  '': {command: x}\n", want: "mcpServers: a server needs a name"},
+		{name: "mcp server with an unknown protocol version", yaml: base("      - name: m\n") + "mcpServers:\n  git: {command: x, protocolVersion: '2025-06-18'}\n", want: "mcpServers.git.protocolVersion: want 2025-11-25 or 2026-07-28"},
+		{name: "sampling with an unknown model", yaml: base("      - name: m\n") + "mcpServers:\n  git: {command: x, sampling: {models: [local/m, nope]}}\n", want: `mcpServers.git.sampling.models[1]: "nope" is not a configured model`},
+		{name: "sampling with a negative cap", yaml: base("      - name: m\n") + "mcpServers:\n  git: {command: x, sampling: {maxTokens: -1}}\n", want: "mcpServers.git.sampling.maxTokens"},
+		{name: "sampling with a negative rate", yaml: base("      - name: m\n") + "mcpServers:\n  git: {command: x, sampling: {requestsPerMinute: -5}}\n", want: "mcpServers.git.sampling.requestsPerMinute"},
+		{name: "sampling loop without patterns", yaml: base("      - name: m\n") + "mcpServers:\n  git: {command: x, sampling: {loop: {allowed: true}}}\n", want: "mcpServers.git.sampling.loop.tools: give the tool patterns"},
+		{name: "sampling loop with a bad pattern", yaml: base("      - name: m\n") + "mcpServers:\n  git: {command: x, sampling: {loop: {allowed: true, tools: ['std__[']}}}\n", want: "mcpServers.git.sampling.loop.tools[0]"},
+		{name: "sampling loop with too many iterations", yaml: base("      - name: m\n") + "mcpServers:\n  git: {command: x, sampling: {loop: {maxIterations: 101}}}\n", want: "mcpServers.git.sampling.loop.maxIterations"},
+		{name: "sampling with an unknown field", yaml: base("      - name: m\n") + "mcpServers:\n  git: {command: x, sampling: {enable: false}}\n", want: "field enable not found"},
 		{name: "offline type under another name", yaml: "providers:\n  - name: local\n    type: offline\n    models: [{name: m}]\n", want: "providers[0]: the offline provider is named offline"},
 		{name: "offline name for another type", yaml: "providers:\n  - name: offline\n    type: ollama\n    models: [{name: m}]\n", want: "providers[0]: the offline provider is named offline"},
 	}

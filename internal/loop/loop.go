@@ -197,9 +197,20 @@ var errCancelled = errors.New("loop cancelled")
 // The loop ends when ctx ends, when it is cancelled through the store, on
 // Close, or by its own limits.
 func (e *Engine) Start(ctx context.Context, spec Spec) (string, error) {
-	lim, err := e.check(&spec)
+	r, _, err := e.start(ctx, spec, nil)
 	if err != nil {
 		return "", err
+	}
+	return r.id, nil
+}
+
+// start starts a run as Start does; done is closed once the run has
+// recorded its end, after which r.snap is its final state. onIteration,
+// if not nil, is called from the run's goroutine after each iteration.
+func (e *Engine) start(ctx context.Context, spec Spec, onIteration func(int)) (r *run, done <-chan struct{}, err error) {
+	lim, err := e.check(&spec)
+	if err != nil {
+		return nil, nil, err
 	}
 	defs, names := []sampler.Tool(nil), []string{}
 	for _, t := range e.o.Tools.Tools() {
@@ -209,13 +220,13 @@ func (e *Engine) Start(ctx context.Context, spec Spec) (string, error) {
 		}
 	}
 	if tc := spec.ToolChoice; tc != nil && tc.Mode == sampler.ToolChoiceTool && !slices.Contains(names, tc.Name) {
-		return "", sampler.InvalidAll([]sampler.FieldError{{Path: "/toolChoice/name",
+		return nil, nil, sampler.InvalidAll([]sampler.FieldError{{Path: "/toolChoice/name",
 			Message: fmt.Sprintf("toolChoice names tool %q, which is not among the tools this loop may use", tc.Name)}})
 	}
 	e.mu.Lock()
 	if e.closing.Err() != nil {
 		e.mu.Unlock()
-		return "", ErrClosed
+		return nil, nil, ErrClosed
 	}
 	e.wg.Add(1)
 	e.mu.Unlock()
@@ -229,22 +240,25 @@ func (e *Engine) Start(ctx context.Context, spec Spec) (string, error) {
 	b, _ := json.Marshal(snap)
 	if err := e.o.Store.Create(ctx, id, b); err != nil {
 		e.wg.Done()
-		return "", fmt.Errorf("loop: create run: %w", err)
+		return nil, nil, fmt.Errorf("loop: create run: %w", err)
 	}
 	lctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	stopCtx := context.AfterFunc(ctx, func() { cancel(errCancelled) })
 	stopClosing := context.AfterFunc(e.closing, func() { cancel(errCancelled) })
 	e.o.Metrics.LoopsActive.Inc()
+	r = &run{e: e, id: id, spec: spec, lim: lim, defs: defs, snap: snap, log: e.o.Logger.With("loopId", id, "traceId", trace),
+		onIteration: onIteration}
+	finished := make(chan struct{})
 	go func() {
+		defer close(finished)
 		defer e.wg.Done()
 		defer e.o.Metrics.LoopsActive.Dec()
 		defer stopClosing()
 		defer stopCtx()
 		defer cancel(nil)
-		r := &run{e: e, id: id, spec: spec, lim: lim, defs: defs, snap: snap, log: e.o.Logger.With("loopId", id, "traceId", trace)}
 		r.run(lctx, cancel)
 	}()
-	return id, nil
+	return r, finished, nil
 }
 
 // Close cancels every running loop and waits for them to finish: each

@@ -76,6 +76,8 @@ type run struct {
 	defs []sampler.Tool // the tools the loop offers the model
 	snap *Snapshot
 	log  *slog.Logger
+	// onIteration, if not nil, is told each iteration's end.
+	onIteration func(int)
 }
 
 func (r *run) emit(name string, data any) {
@@ -201,12 +203,14 @@ func (r *run) run(parent context.Context, cancel context.CancelCauseFunc) {
 			status = StatusCompleted
 			r.emit(EventIterationCompleted, iterationEvent{TraceID: r.snap.TraceID, Iteration: it, ToolCalls: []string{},
 				DurationMs: time.Since(itStart).Milliseconds()})
+			r.iterated(it)
 			break
 		}
 		if it == r.lim.maxIterations {
 			// The model still wants tools on the last allowed iteration.
 			r.emit(EventIterationCompleted, iterationEvent{TraceID: r.snap.TraceID, Iteration: it, ToolCalls: names(calls),
 				DurationMs: time.Since(itStart).Milliseconds()})
+			r.iterated(it)
 			break
 		}
 		results := r.callTools(ctx, it, calls)
@@ -215,6 +219,7 @@ func (r *run) run(parent context.Context, cancel context.CancelCauseFunc) {
 		r.save()
 		r.emit(EventIterationCompleted, iterationEvent{TraceID: r.snap.TraceID, Iteration: it, ToolCalls: names(calls),
 			DurationMs: time.Since(itStart).Milliseconds()})
+		r.iterated(it)
 		if ctx.Err() != nil {
 			status, errText = r.failure(ctx, ctx.Err())
 			break
@@ -228,6 +233,13 @@ func (r *run) run(parent context.Context, cancel context.CancelCauseFunc) {
 	r.finish(completedEvent{TraceID: r.snap.TraceID, Status: status, TotalIterations: r.snap.Iterations,
 		Success: status == StatusCompleted, DurationMs: time.Since(start).Milliseconds(), Result: r.snap.Result,
 		Error: errText, Usage: r.snap.Usage})
+}
+
+// iterated tells onIteration, if any, that iteration it ended.
+func (r *run) iterated(it int) {
+	if r.onIteration != nil {
+		r.onIteration(it)
+	}
 }
 
 // failure names the terminal status of a loop whose model call failed.

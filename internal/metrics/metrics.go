@@ -34,6 +34,8 @@ type Metrics struct {
 	SSESubscribers   prometheus.Gauge         //
 	SSEEvents        *prometheus.CounterVec   // event
 	MCPServerUp      *prometheus.GaugeVec     // server
+	// MCPSampling counts the sampling requests MCP servers send sampled.
+	MCPSampling *prometheus.CounterVec // server, outcome
 
 	samples sync.Map // sampleKey -> prometheus.Counter
 }
@@ -124,6 +126,10 @@ func New(reg prometheus.Registerer) *Metrics {
 			Name: "sampled_mcp_server_up",
 			Help: "Whether an MCP tool server is connected (1) or not (0).",
 		}, []string{"server"}),
+		MCPSampling: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "sampled_mcp_sampling_requests_total",
+			Help: "sampling/createMessage requests from MCP servers, by configured server and outcome (ok, refused, invalid, error, cancelled).",
+		}, []string{"server", "outcome"}),
 	}
 	// Series that alerts watch with increase() exist from the start.
 	for _, method := range []string{"sampleSchema", "sampleTools", "sample"} {
@@ -134,7 +140,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		reg.MustRegister(m.HTTPRequests, m.HTTPDuration, m.Samples, m.ValidationFailures,
 			m.ValidationRetries, m.ValidationExhausted, m.UpstreamRetries, m.UpstreamDuration,
 			m.Tokens, m.TokenUsage, m.GatewayOverhead, m.LoopsTotal, m.LoopsActive, m.LoopIterations,
-			m.ToolCalls, m.ToolCallDuration, m.SSESubscribers, m.SSEEvents, m.MCPServerUp)
+			m.ToolCalls, m.ToolCallDuration, m.SSESubscribers, m.SSEEvents, m.MCPServerUp, m.MCPSampling)
 	}
 	return m
 }

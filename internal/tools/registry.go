@@ -75,6 +75,7 @@ type server struct {
 	idle      interface{ CloseIdleConnections() }
 
 	// Guarded by Registry.mu.
+	depths   map[int]int        // calls in flight by sampling depth (> 0)
 	session  *mcp.ClientSession // nil when disconnected
 	err      string             // why it is disconnected
 	tools    []*mcp.Tool        // as last listed
@@ -134,13 +135,17 @@ func Start(ctx context.Context, o Options) (*Registry, error) {
 		if cfg.Command != "" {
 			s.transport = TransportStdio
 			s.dial = stdioDialer(cfg, slogger)
-			s.client = r.newClient(impl, s, slogger, 0)
+			s.client = r.newClient(impl, s, slogger, 0, o.Sampling)
 		} else {
 			hc, t := newHTTPClient(cfg.Headers)
 			s.transport = TransportHTTP
-			s.dial = httpDialer(cfg.URL, hc)
+			s.dial = httpDialer(cfg.URL, cfg.ProtocolVersion, hc)
 			s.idle = t
-			s.client = r.newClient(impl, s, slogger, keepAlive)
+			ka := keepAlive
+			if cfg.ProtocolVersion >= ProtocolVersionMRTR {
+				ka = 0 // go-sdk pings only below 2026-07-28
+			}
+			s.client = r.newClient(impl, s, slogger, ka, o.Sampling)
 		}
 		r.servers[name] = s
 	}
@@ -153,7 +158,7 @@ func Start(ctx context.Context, o Options) (*Registry, error) {
 		s := newServer(StdServer)
 		s.transport = TransportBuiltin
 		s.dial = inMemoryDialer(newStdServer(now, version))
-		s.client = r.newClient(impl, s, logger.With("mcpServer", StdServer), 0)
+		s.client = r.newClient(impl, s, logger.With("mcpServer", StdServer), 0, nil)
 		r.servers[StdServer] = s
 		c, tools, err := r.connect(ctx, s)
 		if err != nil {
@@ -184,7 +189,7 @@ func Start(ctx context.Context, o Options) (*Registry, error) {
 }
 
 func newServer(name string) *server {
-	return &server{name: name, refresh: make(chan struct{}, 1), check: make(chan struct{}, 1), err: "connecting"}
+	return &server{name: name, refresh: make(chan struct{}, 1), check: make(chan struct{}, 1), err: "connecting", depths: map[int]int{}}
 }
 
 // signal sends on a channel of one pending request unless one is pending.
@@ -196,17 +201,24 @@ func signal(ch chan struct{}) {
 }
 
 // newClient returns the MCP client of one server; its list-changed handler
-// asks the server's supervisor to re-list the tools.
-func (r *Registry) newClient(impl *mcp.Implementation, s *server, logger *slog.Logger, keepAlive time.Duration) *mcp.Client {
-	return mcp.NewClient(impl, &mcp.ClientOptions{
-		Logger:    logger,
-		KeepAlive: keepAlive,
-		// Advertise no client capabilities (the SDK's default is roots).
+// asks the server's supervisor to re-list the tools. With a sampling host
+// it declares sampling with tools ({"sampling":{"tools":{}}}) and answers
+// sampling/createMessage; else it declares no capability (the SDK's
+// default would be roots).
+func (r *Registry) newClient(impl *mcp.Implementation, s *server, logger *slog.Logger, keepAlive time.Duration, h SamplingHost) *mcp.Client {
+	o := &mcp.ClientOptions{
+		Logger:       logger,
+		KeepAlive:    keepAlive,
 		Capabilities: &mcp.ClientCapabilities{},
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			signal(s.refresh)
 		},
-	})
+	}
+	if h != nil {
+		//lint:ignore SA1019 sampled is a sampling client on purpose; go-sdk deprecates sampling from 2026-07-28 but keeps it working through the deprecation window
+		o.CreateMessageWithToolsHandler = r.createMessageHandler(s, h)
+	}
+	return mcp.NewClient(impl, o)
 }
 
 // connect opens a session to s and lists its tools.
@@ -550,6 +562,7 @@ func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage) 
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
+	defer r.enterDepth(ref.server, SamplingDepth(ctx))()
 	// Close cancels the call, so that it does not wait for the call.
 	callCtx, cancel := context.WithCancel(ctx)
 	defer cancel()

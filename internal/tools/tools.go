@@ -45,11 +45,20 @@ const (
 // unless [Options.DisableStd] is set.
 const StdServer = "std"
 
-// ProtocolVersion is the MCP protocol version the registry asks its servers
-// for. It is pinned to 2025-11-25 rather than the SDK's newest (2026-07-28),
-// which deprecates push-style sampling and drops the standalone SSE stream
-// and keep-alive pings that the registry relies on.
-const ProtocolVersion = "2025-11-25"
+// Protocol versions sampled offers its MCP servers (mcpServers.<name>.
+// protocolVersion). ProtocolVersion, the default, is 2025-11-25 rather than
+// go-sdk's newest: 2026-07-28 deprecates push-style sampling and drops the
+// standalone SSE stream and the keep-alive pings by which the registry
+// notices an HTTP server that went away. A server configured with
+// ProtocolVersionMRTR is offered 2026-07-28; its sampling requests come as
+// "input required" results of tool calls, which go-sdk fulfils with the
+// same sampling handler. sampled accepts the version a server answers if
+// go-sdk supports it and it is not newer than the one offered; a server
+// answering a newer one is disconnected with an error saying so.
+const (
+	ProtocolVersion     = "2025-11-25"
+	ProtocolVersionMRTR = "2026-07-28"
+)
 
 // Tool is one tool a loop can call.
 type Tool struct {
@@ -119,6 +128,9 @@ type Options struct {
 	// Version is the client version reported to MCP servers; "" means
 	// "dev".
 	Version string
+	// Sampling answers the sampling requests of the configured servers
+	// (not the built-in one); nil declares no sampling capability.
+	Sampling SamplingHost
 }
 
 // maxNameLen is the longest tool name OpenAI and Anthropic accept.

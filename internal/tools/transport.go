@@ -37,9 +37,31 @@ func (c *conn) close() error {
 // dialer opens a new session to one server with client.
 type dialer func(ctx context.Context, client *mcp.Client) (*conn, error)
 
-// sessionOptions are the options of every client session.
-func sessionOptions() *mcp.ClientSessionOptions {
-	return &mcp.ClientSessionOptions{ProtocolVersion: ProtocolVersion}
+// sessionOptions are the options of a client session offering version
+// ("" means ProtocolVersion).
+func sessionOptions(version string) *mcp.ClientSessionOptions {
+	if version == "" {
+		version = ProtocolVersion
+	}
+	return &mcp.ClientSessionOptions{ProtocolVersion: version}
+}
+
+// checkVersion closes session and fails when the server answered a protocol
+// version newer than the one offered.
+func checkVersion(session *mcp.ClientSession, offered string) error {
+	if offered == "" {
+		offered = ProtocolVersion
+	}
+	got := ""
+	if ir := session.InitializeResult(); ir != nil {
+		got = ir.ProtocolVersion
+	}
+	// Versions are dates, which compare as strings.
+	if got > offered {
+		_ = session.Close()
+		return fmt.Errorf("the server answered protocol version %s, newer than the %s sampled offered", got, offered)
+	}
+	return nil
 }
 
 // stdioDialer starts a new child process per session: the command with its
@@ -61,20 +83,27 @@ func stdioDialer(s config.MCPServer, logger *slog.Logger) dialer {
 		cmd.Stderr = &lineLogger{logger: logger}
 		// A grandchild holding stderr open must not block Wait forever.
 		cmd.WaitDelay = 5 * time.Second
-		session, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, sessionOptions())
+		t := samplingTransport{&mcp.CommandTransport{Command: cmd}}
+		session, err := client.Connect(ctx, t, sessionOptions(s.ProtocolVersion))
 		if err != nil {
 			return nil, fmt.Errorf("start %s: %w", s.Command, err)
+		}
+		if err := checkVersion(session, s.ProtocolVersion); err != nil {
+			return nil, err
 		}
 		return &conn{session: session}, nil
 	}
 }
 
-// httpDialer connects over streamable HTTP with hc.
-func httpDialer(url string, hc *http.Client) dialer {
+// httpDialer connects over streamable HTTP with hc, offering version.
+func httpDialer(url, version string, hc *http.Client) dialer {
 	return func(ctx context.Context, client *mcp.Client) (*conn, error) {
 		t := &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: hc}
-		session, err := client.Connect(ctx, t, sessionOptions())
+		session, err := client.Connect(ctx, t, sessionOptions(version))
 		if err != nil {
+			return nil, err
+		}
+		if err := checkVersion(session, version); err != nil {
 			return nil, err
 		}
 		return &conn{session: session}, nil
@@ -95,7 +124,7 @@ func inMemoryDialer(srv *mcp.Server) dialer {
 			_ = ss.Close()
 			_ = ss.Wait()
 		}
-		session, err := client.Connect(ctx, ct, sessionOptions())
+		session, err := client.Connect(ctx, ct, sessionOptions(""))
 		if err != nil {
 			release()
 			return nil, err

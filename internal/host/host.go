@@ -1,0 +1,326 @@
+// Package host makes sampled the sampling client of the MCP servers it
+// connects to: it answers their sampling/createMessage requests (which
+// internal/tools receives on its client sessions) with sampled's own
+// sampling service, under each server's configured policy, and runs a tool
+// loop over sampled's own tools when a server asks for one.
+//
+// A request goes through the checks, model choice and answer validation of
+// POST /v1/messages. Tools in a request are the server's: the model's
+// tool_use blocks are returned (stopReason toolUse) and the server runs its
+// loop. A request carrying maxIterations and allowedToolPatterns (under
+// _meta, or as members of the params where the transport keeps them) asks
+// for a client-run loop instead: sampled runs it over its own tools that
+// match the patterns and the server's policy, records it as a run like any
+// other (GET /v1/loops/{id}) and returns the final answer.
+package host
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"path"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sampled/sampled/internal/config"
+	"github.com/sampled/sampled/internal/loop"
+	"github.com/sampled/sampled/internal/metrics"
+	"github.com/sampled/sampled/internal/sampler"
+	"github.com/sampled/sampled/internal/tools"
+)
+
+// Sampler runs one model call, as POST /v1/messages does.
+type Sampler interface {
+	Sample(ctx context.Context, p *sampler.Params) (*sampler.Result, error)
+}
+
+// Loops runs a tool loop and waits for its end (loop.Engine.Run).
+type Loops interface {
+	Run(ctx context.Context, spec loop.Spec, onIteration func(int)) (*loop.Snapshot, error)
+}
+
+// ToolLister lists sampled's exposed tools.
+type ToolLister interface {
+	Tools() []tools.Tool
+}
+
+// DefaultMaxDepth bounds nested sampling: a request made by a tool that a
+// client-run loop called, itself answering a request, and so on.
+const DefaultMaxDepth = 3
+
+// defaultLoopIterations caps a client-run loop when the policy sets no cap.
+const defaultLoopIterations = 10
+
+// Options configure a Host. Sampler, Catalog, Loops, Tools and Servers are
+// required.
+type Options struct {
+	Sampler Sampler
+	Catalog *sampler.Catalog
+	Loops   Loops
+	Tools   ToolLister
+	// Servers are the configured MCP servers, whose Sampling is the policy.
+	Servers map[string]config.MCPServer
+	// MaxDepth bounds nested sampling; 0 means DefaultMaxDepth.
+	MaxDepth int
+	// Metrics nil records nothing; Logger nil discards.
+	Metrics *metrics.Metrics
+	Logger  *slog.Logger
+	// Now is the clock of the rate limits; nil means time.Now.
+	Now func() time.Time
+}
+
+// Host answers the sampling requests of MCP servers; it implements
+// tools.SamplingHost. Its methods are safe for concurrent use.
+type Host struct {
+	o        Options
+	policies map[string]*policy
+}
+
+// policy is one server's sampling policy, resolved against the catalog.
+type policy struct {
+	cfg    config.Sampling
+	models []string        // allowed model IDs, the server's default first
+	ok     map[string]bool // the same, as a set
+	limit  *limiter        // nil when unlimited
+}
+
+// New resolves each server's policy. config.Load checked the policies; a
+// model it accepted is in the catalog.
+func New(o Options) *Host {
+	if o.MaxDepth <= 0 {
+		o.MaxDepth = DefaultMaxDepth
+	}
+	if o.Metrics == nil {
+		o.Metrics = metrics.New(nil)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	h := &Host{o: o, policies: map[string]*policy{}}
+	for name, s := range o.Servers {
+		p := &policy{cfg: s.Sampling, ok: map[string]bool{}}
+		specs := s.Sampling.Models
+		if len(specs) == 0 {
+			specs = []string{o.Catalog.Default().ID()}
+		}
+		for _, spec := range specs {
+			m, err := o.Catalog.Lookup(spec)
+			if err != nil || p.ok[m.ID()] {
+				continue
+			}
+			p.models = append(p.models, m.ID())
+			p.ok[m.ID()] = true
+		}
+		if n := s.Sampling.RequestsPerMinute; n > 0 {
+			p.limit = &limiter{perMinute: n}
+		}
+		h.policies[name] = p
+		// The series exist from the start, at 0: a dashboard shows that a
+		// server sent nothing, and increase() sees the first request.
+		for _, outcome := range []string{outcomeOK, outcomeRefused, outcomeInvalid, outcomeError, outcomeCancelled} {
+			o.Metrics.MCPSampling.WithLabelValues(name, outcome)
+		}
+	}
+	return h
+}
+
+// Outcomes of a sampling request, the values of the outcome label.
+const (
+	outcomeOK        = "ok"
+	outcomeRefused   = "refused"
+	outcomeInvalid   = "invalid"
+	outcomeError     = "error"
+	outcomeCancelled = "cancelled"
+)
+
+// CreateMessage answers one sampling request of an MCP server. Errors are
+// *tools.SamplingError: -1 for a refusal, -32602 for invalid params (the
+// message names the JSON Pointer path), -32603 for a failed model call or
+// loop.
+func (h *Host) CreateMessage(ctx context.Context, req *tools.SamplingRequest) (*sampler.CreateMessageResult, error) {
+	res, err := h.createMessage(ctx, req)
+	outcome := outcomeOK
+	var se *tools.SamplingError
+	switch {
+	case err == nil:
+	case ctx.Err() != nil:
+		outcome = outcomeCancelled
+	case errors.As(err, &se) && se.Code == tools.CodeRefused:
+		outcome = outcomeRefused
+	case errors.As(err, &se) && se.Code == tools.CodeInvalidParams:
+		outcome = outcomeInvalid
+	default:
+		outcome = outcomeError
+	}
+	server := req.Server
+	if _, ok := h.policies[server]; !ok {
+		server = "other"
+	}
+	h.o.Metrics.MCPSampling.WithLabelValues(server, outcome).Inc()
+	if err != nil {
+		h.o.Logger.Info("mcp sampling request not answered", "mcpServer", req.Server, "depth", req.Depth, "outcome", outcome, "error", err)
+	}
+	return res, err
+}
+
+func refused(format string, args ...any) error {
+	return &tools.SamplingError{Code: tools.CodeRefused, Message: fmt.Sprintf(format, args...)}
+}
+
+func invalid(format string, args ...any) error {
+	return &tools.SamplingError{Code: tools.CodeInvalidParams, Message: fmt.Sprintf(format, args...)}
+}
+
+func failed(format string, args ...any) error {
+	return &tools.SamplingError{Code: tools.CodeInternal, Message: fmt.Sprintf(format, args...)}
+}
+
+func (h *Host) createMessage(ctx context.Context, req *tools.SamplingRequest) (*sampler.CreateMessageResult, error) {
+	pol, ok := h.policies[req.Server]
+	switch {
+	case !ok:
+		return nil, refused("sampling is not available to MCP server %q", req.Server)
+	case !pol.cfg.On():
+		return nil, refused("sampling is disabled for MCP server %q in sampled's configuration", req.Server)
+	case req.Depth > h.o.MaxDepth:
+		return nil, refused("nested sampling too deep: this request is at depth %d, the limit is %d (a tool called by a client-run loop asked for sampling, and so on)", req.Depth, h.o.MaxDepth)
+	case pol.limit != nil && !pol.limit.allow(h.o.Now()):
+		return nil, refused("rate limit: MCP server %q may send %d sampling requests per minute", req.Server, pol.cfg.RequestsPerMinute)
+	}
+	var cp sampler.CreateMessageParams
+	if err := json.Unmarshal(req.Params, &cp); err != nil {
+		return nil, invalidParams(err)
+	}
+	ext, err := extensions(req.Params, cp.Meta)
+	if err != nil {
+		return nil, err
+	}
+	p, err := cp.Params()
+	if err != nil {
+		return nil, invalidParams(err)
+	}
+	p.ModelSpec = pol.model(h.o.Catalog, p.ModelPreferences)
+	if limit := pol.cfg.MaxTokens; limit > 0 && p.MaxTokens > limit {
+		p.MaxTokens = limit
+	}
+	if ext.loop() {
+		return h.runLoop(ctx, req, pol, p, ext)
+	}
+	if req.Progress != nil {
+		req.Progress(ctx, 0, "sampling with "+p.ModelSpec)
+	}
+	res, err := h.o.Sampler.Sample(ctx, p)
+	outcome, modelID := sampler.Outcome(ctx, res, err)
+	h.o.Metrics.CountSample("mcp_host", p.Mode(), modelID, outcome)
+	if err != nil {
+		return nil, samplingError(ctx, err)
+	}
+	out := sampler.CreateMessageResultOf(res)
+	if len(p.Tools) == 0 {
+		out.Content = oneBlock(out.Content)
+	}
+	return &out, nil
+}
+
+// model chooses the model of a request: the one the server's preferences
+// select among all models if the policy allows it, else the policy's first.
+// (MCP's preferences are advisory: a client may always choose.)
+func (p *policy) model(cat *sampler.Catalog, prefs *sampler.ModelPreferences) string {
+	if m, err := cat.Select("", prefs); err == nil && p.ok[m.ID()] {
+		return m.ID()
+	}
+	return p.models[0]
+}
+
+// invalidParams converts a decoding or checking error to -32602, naming
+// every path.
+func invalidParams(err error) error {
+	var inv *sampler.InvalidError
+	if errors.As(err, &inv) {
+		parts := make([]string, len(inv.Errors))
+		for i, fe := range inv.Errors {
+			parts[i] = fe.Path + ": " + fe.Message
+		}
+		return invalid("invalid params: %s", strings.Join(parts, "; "))
+	}
+	var pe *sampler.PathError
+	if errors.As(err, &pe) {
+		return invalid("invalid params: %s: %s", pe.Path, pe.Message)
+	}
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		return invalid("invalid params: /%s: want %s, got %s", strings.ReplaceAll(te.Field, ".", "/"), te.Type, te.Value)
+	}
+	return invalid("invalid params: %v", err)
+}
+
+// samplingError converts the sampling service's error.
+func samplingError(ctx context.Context, err error) error {
+	var up *sampler.UpstreamError
+	switch {
+	case errors.Is(err, sampler.ErrInvalid):
+		return invalidParams(err)
+	case ctx.Err() != nil:
+		return failed("cancelled")
+	case errors.As(err, &up):
+		return failed("the model call failed: %s", up.Error())
+	default:
+		return failed("the model call failed: %v", err)
+	}
+}
+
+// oneBlock returns content as one block: the text blocks joined, or the
+// first block when there is other content. Without tools in the request,
+// MCP's result content is a single block (the TypeScript SDK rejects an
+// array there).
+func oneBlock(content []sampler.Content) []sampler.Content {
+	if len(content) <= 1 {
+		return content
+	}
+	var text []string
+	for _, c := range content {
+		if c.Type != sampler.BlockText {
+			return content[:1]
+		}
+		text = append(text, c.Text)
+	}
+	return []sampler.Content{sampler.TextBlock(strings.Join(text, ""))}
+}
+
+// limiter allows perMinute requests in any sliding minute.
+type limiter struct {
+	perMinute int
+	mu        sync.Mutex
+	times     []time.Time // of the allowed requests of the last minute
+}
+
+func (l *limiter) allow(now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	cut := 0
+	for cut < len(l.times) && now.Sub(l.times[cut]) >= time.Minute {
+		cut++
+	}
+	l.times = l.times[cut:]
+	if len(l.times) >= l.perMinute {
+		return false
+	}
+	l.times = append(l.times, now)
+	return true
+}
+
+// matchesAny reports whether name matches one of the glob patterns.
+func matchesAny(patterns []string, name string) bool {
+	for _, p := range patterns {
+		if ok, _ := path.Match(p, name); ok {
+			return true
+		}
+	}
+	return false
+}
