@@ -188,8 +188,9 @@ func (s *Store) release(f *follower) {
 func (s *Store) follow(f *follower) {
 	defer s.wg.Done()
 	defer close(f.done)
+	// A connection of its own, so that Close can unblock its read by id.
 	conn := s.c.Conn()
-	defer conn.Close()
+	defer func() { _ = conn.Close() }()
 	key := s.eventsKey(f.id)
 	backoff := time.Duration(0)
 	for {
@@ -209,10 +210,16 @@ func (s *Store) follow(f *follower) {
 		pos, known := f.pos, f.connID != 0
 		f.mu.Unlock()
 		if !known {
-			id, err := conn.ClientID(s.ctx).Result()
+			var id int64
+			err := s.timed("client_id", func() error {
+				var err error
+				id, err = conn.ClientID(s.ctx).Result()
+				return err
+			})
 			if err != nil {
 				backoff = nextBackoff(backoff)
-				s.observe("client_id", 0, err)
+				_ = conn.Close()
+				conn = s.c.Conn()
 				continue
 			}
 			f.mu.Lock()
@@ -236,7 +243,10 @@ func (s *Store) follow(f *follower) {
 			if s.ctx.Err() != nil {
 				return
 			}
-			// The connection may have been replaced: ask its id again.
+			// A broken connection stays broken: take another one, and
+			// ask its id.
+			_ = conn.Close()
+			conn = s.c.Conn()
 			f.mu.Lock()
 			f.connID = 0
 			f.mu.Unlock()
