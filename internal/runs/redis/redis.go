@@ -265,11 +265,16 @@ func scriptErr(err error) error {
 	return err
 }
 
-// timed runs f as Redis operation op, for Observe.
+// timed runs f as Redis operation op, for Observe. A script's answer that
+// a run is missing, exists or finished is a success of Redis's.
 func (s *Store) timed(op string, f func() error) error {
 	start := time.Now()
 	err := f()
-	s.observe(op, time.Since(start), err)
+	failed := err
+	if scriptErr(err) != err {
+		failed = nil
+	}
+	s.observe(op, time.Since(start), failed)
 	return err
 }
 
