@@ -164,6 +164,11 @@ func New(c *goredis.Client, o Options) *Store {
 func (s *Store) metaKey(id string) string   { return s.prefix + "run:{" + id + "}" }
 func (s *Store) eventsKey(id string) string { return s.prefix + "run:{" + id + "}:events" }
 
+// seqKey numbers runs in the order they are created; indexKey is the
+// sorted set of run ids by that number.
+func (s *Store) seqKey() string   { return s.prefix + "runs:seq" }
+func (s *Store) indexKey() string { return s.prefix + "runs" }
+
 // cancelChannel is the pub/sub channel Cancel publishes run ids on.
 func (s *Store) cancelChannel() string { return s.prefix + "cancel" }
 
@@ -185,15 +190,19 @@ local function alive(now)
 end
 `
 
-// createScript: KEYS meta, events; ARGV now, has snapshot, snapshot.
+// createScript also numbers the run in the order of creation and indexes
+// it by that number, for list. KEYS meta, events, sequence, index; ARGV
+// now, has snapshot, snapshot, run id.
 var createScript = goredis.NewScript(alive + `
 if alive(tonumber(ARGV[1])) then return redis.error_reply('` + errExists + `') end
 redis.call('DEL', KEYS[1], KEYS[2])
+local seq = redis.call('INCR', KEYS[3])
 if ARGV[2] == '1' then
-  redis.call('HSET', KEYS[1], 'last', 0, 'snap', ARGV[3])
+  redis.call('HSET', KEYS[1], 'last', 0, 'seq', seq, 'snap', ARGV[3])
 else
-  redis.call('HSET', KEYS[1], 'last', 0)
+  redis.call('HSET', KEYS[1], 'last', 0, 'seq', seq)
 end
+redis.call('ZADD', KEYS[4], seq, ARGV[4])
 return 1
 `)
 
@@ -291,7 +300,7 @@ func presence(b json.RawMessage) (string, string) {
 func (s *Store) Create(ctx context.Context, id string, snapshot json.RawMessage) error {
 	has, snap := presence(snapshot)
 	err := s.timed("create", func() error {
-		return createScript.Run(ctx, s.c, []string{s.metaKey(id), s.eventsKey(id)}, s.nowMS(), has, snap).Err()
+		return createScript.Run(ctx, s.c, []string{s.metaKey(id), s.eventsKey(id), s.seqKey(), s.indexKey()}, s.nowMS(), has, snap, id).Err()
 	})
 	if err != nil {
 		return fmt.Errorf("runs: create %q: %w", id, scriptErr(err))
