@@ -27,6 +27,7 @@ type follower struct {
 	pos     int64           // id of the last event read
 	started bool            // the loop runs, or ran
 	final   bool            // the loop read the terminal event
+	gone    bool            // the loop ended or is ending: f takes no subscription
 	connID  int64           // the loop's Redis connection, for CLIENT UNBLOCK; 0 when unknown
 	done    chan struct{}   // closed when the loop ends
 }
@@ -113,6 +114,19 @@ func (s *Store) Subscribe(ctx context.Context, id string, after int64) (runs.Sub
 		return nil, fmt.Errorf("runs: subscribe to %q: %w", id, runs.ErrClosed)
 	}
 	after = max(after, 0)
+	for {
+		sub, err := s.subscribe(ctx, id, after)
+		if !errors.Is(err, errGone) {
+			return sub, err
+		}
+	}
+}
+
+// errGone: the follower Subscribe found has ended its loop; a new one is
+// made.
+var errGone = errors.New("follower gone")
+
+func (s *Store) subscribe(ctx context.Context, id string, after int64) (runs.Subscription, error) {
 	s.mu.Lock()
 	f := s.followers[id]
 	if f == nil {
@@ -125,6 +139,12 @@ func (s *Store) Subscribe(ctx context.Context, id string, after int64) (runs.Sub
 
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.gone {
+		// Its loop ended (it read the terminal event, or the store
+		// closed) after this Subscribe found it; if the run was created
+		// again since, it needs a loop of its own.
+		return nil, errGone
+	}
 	st, err := s.readLog(ctx, id, after)
 	if err != nil {
 		return nil, fmt.Errorf("runs: subscribe to %q: %w", id, err)
@@ -269,6 +289,7 @@ func (s *Store) keepFollowing(f *follower) bool {
 	if !s.closed.Load() && !f.final && (len(f.subs) > 0 || f.refs > 0) {
 		return true
 	}
+	f.gone = true
 	if s.followers[f.id] == f {
 		delete(s.followers, f.id)
 	}
