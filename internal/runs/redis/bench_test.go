@@ -160,3 +160,52 @@ func parseInt(b []byte) int64 {
 	}
 	return n
 }
+
+// BenchmarkRedisMemory measures what runs cost Redis: b.N runs of 100
+// events of 200 bytes each, finished, and Redis's used_memory before and
+// after, per run and per event (the run's hash and index entry included in
+// the per-run figure, divided over its events in the per-event one).
+func BenchmarkRedisMemory(b *testing.B) {
+	const events = 100
+	ctx := context.Background()
+	s := New(newClient(b), Options{Prefix: prefix()})
+	b.Cleanup(func() { _ = s.Close() })
+	data := []byte(`{"tool":"calc","result":"` + strings.Repeat("x", 172) + `"}`)
+	used := func() int64 {
+		info, err := s.c.Info(ctx, "memory").Result()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for line := range strings.Lines(info) {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(line), "used_memory:"); ok {
+				n, err := strconv.ParseInt(v, 10, 64)
+				if err != nil {
+					b.Fatal(err)
+				}
+				return n
+			}
+		}
+		b.Fatal("no used_memory in INFO memory")
+		return 0
+	}
+	before := used()
+	b.ResetTimer()
+	for i := range b.N {
+		id := "m" + strconv.Itoa(i)
+		if err := s.Create(ctx, id, []byte(`{"status":"running"}`)); err != nil {
+			b.Fatal(err)
+		}
+		for range events - 1 {
+			if _, err := s.Append(ctx, id, "tool.completed", data); err != nil {
+				b.Fatal(err)
+			}
+		}
+		if _, err := s.Finish(ctx, id, "loop.completed", data, []byte(`{"status":"completed"}`)); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	delta := float64(used() - before)
+	b.ReportMetric(delta/float64(b.N), "B/run")
+	b.ReportMetric(delta/float64(b.N*events), "B/event")
+}
