@@ -17,9 +17,11 @@ import (
 	runsredis "github.com/sampled/sampled/internal/runs/redis"
 )
 
-// redisPoolSize is the client's pool when the URL sets none: each run a
-// replica follows live holds a connection while it has subscribers.
-const redisPoolSize = 256
+// redisReadsPool is the pool of the client of the Redis store's blocking
+// reads: each run a replica streams live holds one of its connections
+// while it has subscribers. Commands have a client of their own, with the
+// URL's pool_size (go-redis's default otherwise).
+const redisReadsPool = 4096
 
 // runStore is the store of loop runs the configuration asks for, what
 // /readyz asks it, and how to release it after the store closed.
@@ -47,12 +49,11 @@ func openStore(ctx context.Context, rc config.Redis, reg prometheus.Registerer, 
 		return runStore{}, errors.New("run store: the Redis URL is not one go-redis accepts (redis://[user:password@]host:port/db, rediss://…, unix://…)")
 	}
 	opt.ContextTimeoutEnabled = true
-	if opt.PoolSize == 0 {
-		opt.PoolSize = redisPoolSize
-	}
-	c := goredis.NewClient(opt)
+	readOpt := *opt
+	readOpt.PoolSize = redisReadsPool
+	c, reads := goredis.NewClient(opt), goredis.NewClient(&readOpt)
 	m := metrics.NewRedis(reg)
-	s := runsredis.New(c, runsredis.Options{Observe: m.Observe})
+	s := runsredis.New(c, runsredis.Options{Reads: reads, Observe: m.Observe})
 	ping := func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
@@ -69,5 +70,5 @@ func openStore(ctx context.Context, rc config.Redis, reg prometheus.Registerer, 
 	} else {
 		log.Info("runs are kept in Redis", "addr", opt.Addr, "db", opt.DB)
 	}
-	return runStore{Store: s, ready: ready, close: c.Close}, nil
+	return runStore{Store: s, ready: ready, close: func() error { return errors.Join(c.Close(), reads.Close()) }}, nil
 }

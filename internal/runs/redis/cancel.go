@@ -65,7 +65,7 @@ func (s *Store) fire(id string) {
 // until ctx ends.
 func (s *Store) listen(ctx context.Context) error {
 	s.feedOnce.Do(func() {
-		feed := s.c.Subscribe(s.ctx)
+		feed := s.reads.Subscribe(s.ctx)
 		s.wmu.Lock()
 		s.feed = feed
 		closed := s.closed.Load()

@@ -209,7 +209,7 @@ func (s *Store) follow(f *follower) {
 	defer s.wg.Done()
 	defer close(f.done)
 	// A connection of its own, so that Close can unblock its read by id.
-	conn := s.c.Conn()
+	conn := s.reads.Conn()
 	defer func() { _ = conn.Close() }()
 	key := s.eventsKey(f.id)
 	backoff := time.Duration(0)
@@ -239,7 +239,7 @@ func (s *Store) follow(f *follower) {
 			if err != nil {
 				backoff = nextBackoff(backoff)
 				_ = conn.Close()
-				conn = s.c.Conn()
+				conn = s.reads.Conn()
 				continue
 			}
 			f.mu.Lock()
@@ -266,7 +266,7 @@ func (s *Store) follow(f *follower) {
 			// A broken connection stays broken: take another one, and
 			// ask its id.
 			_ = conn.Close()
-			conn = s.c.Conn()
+			conn = s.reads.Conn()
 			f.mu.Lock()
 			f.connID = 0
 			f.mu.Unlock()

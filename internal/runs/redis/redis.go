@@ -79,6 +79,12 @@ type Options struct {
 	// methods; nil means time.Now. Redis removes the keys of a finished
 	// run after TTL by its own clock, whatever Now says.
 	Now func() time.Time
+	// Reads, if set, is the client of the live loops' blocking reads and
+	// of the cancellation feed, each of which holds a connection while it
+	// runs; nil means the client given to New. A client of its own keeps
+	// a replica that follows many runs from starving Append and the other
+	// commands of connections.
+	Reads *goredis.Client
 	// Observe, if set, is called after each Redis operation with its name
 	// (e.g. "append", "subscribe", "xread"), how long it took and its
 	// error (nil on success; a read that timed out with nothing new is a
@@ -90,6 +96,7 @@ type Options struct {
 // usable.
 type Store struct {
 	c         *goredis.Client
+	reads     *goredis.Client // see Options.Reads
 	maxEvents int
 	ttl       time.Duration
 	buffer    int
@@ -116,13 +123,14 @@ type Store struct {
 
 var _ runs.Store = (*Store)(nil)
 
-// New returns a Store on c. The caller keeps c and closes it after the
-// Store. Every live loop holds one of c's connections while it runs, and
-// the cancellation feed one more: size c's pool for the runs a replica
-// follows at once.
+// New returns a Store on c. The caller keeps c (and Options.Reads) and
+// closes them after the Store. Every live loop holds a connection of
+// Options.Reads (else c) while it runs, and the cancellation feed one
+// more: size that client's pool for the runs a replica follows at once.
 func New(c *goredis.Client, o Options) *Store {
 	s := &Store{
 		c:         c,
+		reads:     o.Reads,
 		maxEvents: o.MaxEvents,
 		ttl:       o.TTL,
 		buffer:    o.Buffer,
@@ -148,6 +156,9 @@ func New(c *goredis.Client, o Options) *Store {
 	}
 	if s.block <= 0 {
 		s.block = defaultBlock
+	}
+	if s.reads == nil {
+		s.reads = c
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -488,7 +499,7 @@ func (s *Store) unblock(f *follower) {
 		}
 		if id != 0 {
 			// A fresh context: the store's has ended.
-			_ = s.c.ClientUnblock(context.Background(), id).Err()
+			_ = s.c.ClientUnblock(context.Background(), id).Err() // on c: reads may be full
 		}
 		select {
 		case <-f.done:

@@ -13,6 +13,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/sampled/sampled/internal/runs"
+	"github.com/sampled/sampled/internal/runs/redis/redistest"
 )
 
 // wait bounds every wait in these tests: a guard against hangs, not a
@@ -394,4 +395,41 @@ func TestCancelAfterFeedLost(t *testing.T) {
 		defer a.wmu.Unlock()
 		return len(a.watches["other"]) == 0, fmt.Sprintf("%d watches", len(a.watches["other"]))
 	})
+}
+
+// TestReadsClient: with a client of their own for the live loops, runs
+// followed at once never take the connections commands need: a store
+// whose command pool holds 2 connections follows 20 runs and still
+// appends to each.
+func TestReadsClient(t *testing.T) {
+	ctx := t.Context()
+	const followed = 20
+	s := New(redistest.Client(t, 2), Options{Reads: redistest.Client(t, followed+1), Prefix: prefix(), Block: 50 * time.Millisecond})
+	t.Cleanup(func() { _ = s.Close() })
+	admin := newClient(t)
+	var subs []runs.Subscription
+	for i := range followed {
+		id := fmt.Sprint("r", i)
+		if err := s.Create(ctx, id, nil); err != nil {
+			t.Fatal(err)
+		}
+		sub, err := s.Subscribe(ctx, id, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(sub.Close)
+		subs = append(subs, sub)
+	}
+	poll(t, "a blocked read per run", func() (bool, string) {
+		n, s := blockedReads(t, admin)
+		return n == followed, s
+	})
+	for i, sub := range subs {
+		if _, err := s.Append(ctx, fmt.Sprint("r", i), "tool.completed", data(1)); err != nil {
+			t.Fatal(err)
+		}
+		if got := readN(t, sub, 1); got[0].ID != 1 {
+			t.Fatalf("run %d: event %d, want 1", i, got[0].ID)
+		}
+	}
 }
