@@ -274,10 +274,39 @@ func (s *Store) follow(f *follower) {
 			continue
 		}
 		backoff = 0
+		if len(res) == 0 {
+			s.checkKept(f)
+			continue
+		}
 		for _, st := range res {
 			s.deliver(f, st.Messages)
 		}
 	}
+}
+
+// errVanished: a followed run's keys are gone while it was running (Redis
+// restarted without its data, or they were deleted).
+var errVanished = fmt.Errorf("the run's keys are gone from Redis: %w", runs.ErrNotFound)
+
+// checkKept ends f's subscriptions with errVanished if the run's hash is
+// gone, rather than let them wait for events that cannot come. It runs
+// when a read found nothing new, so at most once per Block.
+func (s *Store) checkKept(f *follower) {
+	var n int64
+	err := s.timed("exists", func() error {
+		var err error
+		n, err = s.c.Exists(s.ctx, s.metaKey(f.id)).Result()
+		return err
+	})
+	if err != nil || n == 1 {
+		return // an error is retried at the next quiet read
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for len(f.subs) > 0 {
+		s.drop(f, f.subs[len(f.subs)-1], errVanished)
+	}
+	f.final = true
 }
 
 // keepFollowing reports whether f's loop goes on; when not, f is forgotten.

@@ -433,3 +433,30 @@ func TestReadsClient(t *testing.T) {
 		}
 	}
 }
+
+// TestRunVanishes: when a followed run's keys disappear while it runs (a
+// Redis restarted without its data), its subscriptions end with
+// ErrNotFound instead of waiting for ever.
+func TestRunVanishes(t *testing.T) {
+	ctx := t.Context()
+	s := replicas(t, 1, Options{Block: 50 * time.Millisecond})[0]
+	admin := newClient(t)
+	if err := s.Create(ctx, "r", nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Append(ctx, "r", "tool.completed", data(1)); err != nil {
+		t.Fatal(err)
+	}
+	sub, err := s.Subscribe(ctx, "r", 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Close()
+	readN(t, sub, 1)
+	if err := admin.Del(ctx, s.metaKey("r"), s.eventsKey("r")).Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := ended(t, sub); !errors.Is(err, runs.ErrNotFound) {
+		t.Errorf("Err() = %v, want ErrNotFound", err)
+	}
+}
