@@ -5,6 +5,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -19,7 +20,6 @@ import (
 	"github.com/sampled/sampled/internal/loop"
 	"github.com/sampled/sampled/internal/metrics"
 	"github.com/sampled/sampled/internal/runs"
-	"github.com/sampled/sampled/internal/runs/memory"
 	"github.com/sampled/sampled/internal/sampler"
 	"github.com/sampled/sampled/internal/tools"
 )
@@ -45,6 +45,9 @@ type App struct {
 	engine *loop.Engine
 	store  runs.Store
 	tools  *tools.Registry
+	// closeStore releases what the store used (a Redis client) after it
+	// closed.
+	closeStore func() error
 }
 
 // New reads the configuration and builds the service. ctx bounds the MCP
@@ -92,7 +95,12 @@ func New(ctx context.Context, o Options) (*App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tools: %w", err)
 	}
-	a := &App{Catalog: cat, tools: toolReg, store: memory.New(memory.Options{})}
+	store, err := openStore(ctx, pc.Redis, reg, o.Logger)
+	if err != nil {
+		_ = toolReg.Close()
+		return nil, err
+	}
+	a := &App{Catalog: cat, tools: toolReg, store: store.Store, closeStore: store.close}
 	a.engine = loop.New(loop.Options{Sampler: svc, Tools: toolReg, Store: a.store, Metrics: m, Logger: o.Logger})
 	samplingHost.set(host.New(host.Options{Sampler: svc, Catalog: cat, Loops: a.engine, Tools: toolReg,
 		Servers: pc.MCPServers, Metrics: m, Logger: o.Logger}))
@@ -105,7 +113,12 @@ func New(ctx context.Context, o Options) (*App, error) {
 		Loops:        a.engine,
 		Runs:         a.store,
 		Tools:        toolReg,
-		Ready:        func(context.Context) error { return toolReg.Ready() },
+		Ready: func(ctx context.Context) error {
+			if err := store.ready(ctx); err != nil {
+				return err
+			}
+			return toolReg.Ready()
+		},
 	})
 	return a, nil
 }
@@ -124,8 +137,9 @@ func (a *App) Drain() {
 	_ = a.store.Close()
 }
 
-// Close drains and disconnects from the MCP servers.
+// Close drains and disconnects from the MCP servers and the run store's
+// backend.
 func (a *App) Close() error {
 	a.Drain()
-	return a.tools.Close()
+	return errors.Join(a.tools.Close(), a.closeStore())
 }

@@ -13,6 +13,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net/url"
 	"os"
 	"path"
 	"strconv"
@@ -48,6 +49,32 @@ type Config struct {
 	// MCPServers are the MCP servers whose tools loops may use, in the
 	// widely used mcpServers shape.
 	MCPServers map[string]MCPServer `yaml:"mcpServers"`
+	// Redis, when its URL is set (or SAMPLED_REDIS_URL), keeps the runs of
+	// loops in Redis, shared by every replica using it.
+	Redis Redis `yaml:"redis"`
+}
+
+// Redis is where runs are kept when several replicas share them.
+type Redis struct {
+	// URL is a redis://, rediss:// or unix:// URL; it may hold a password,
+	// so it is a Secret. Empty means runs stay in memory.
+	URL Secret `yaml:"url"`
+}
+
+// check validates the URL without ever quoting it.
+func (r Redis) check() error {
+	if r.URL == "" {
+		return nil
+	}
+	u, err := url.Parse(r.URL.Reveal())
+	if err != nil {
+		return errors.New("redis.url (SAMPLED_REDIS_URL): not a URL")
+	}
+	switch u.Scheme {
+	case "redis", "rediss", "unix":
+		return nil
+	}
+	return errors.New("redis.url (SAMPLED_REDIS_URL): want a redis://, rediss:// or unix:// URL")
 }
 
 // Server is the HTTP server's settings. Zero values mean the defaults of
@@ -264,6 +291,12 @@ func Load(getenv func(string) string, readFile func(string) ([]byte, error)) (*C
 			}
 			*e.dst = Duration(d)
 		}
+	}
+	if v := getenv("SAMPLED_REDIS_URL"); v != "" {
+		c.Redis.URL = Secret(v)
+	}
+	if err := c.Redis.check(); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
 	}
 	if err := c.resolve(getenv, readFile); err != nil {
 		return nil, fmt.Errorf("config: %w", err)

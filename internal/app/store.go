@@ -1,0 +1,74 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/sampled/sampled/internal/config"
+	"github.com/sampled/sampled/internal/metrics"
+	"github.com/sampled/sampled/internal/runs"
+	"github.com/sampled/sampled/internal/runs/memory"
+	runsredis "github.com/sampled/sampled/internal/runs/redis"
+)
+
+// redisReadsPool is the pool of the client of the Redis store's blocking
+// reads: each run a replica streams live holds one of its connections
+// while it has subscribers. Commands have a client of their own, with the
+// URL's pool_size (go-redis's default otherwise).
+const redisReadsPool = 4096
+
+// runStore is the store of loop runs the configuration asks for, what
+// /readyz asks it, and how to release it after the store closed.
+type runStore struct {
+	runs.Store
+	ready func(context.Context) error
+	close func() error
+}
+
+// openStore returns the in-memory store, or the Redis one when a Redis URL
+// is configured. An unreachable Redis does not stop the start: it is
+// logged, /readyz answers 503 until Redis answers, and sampling without
+// loops goes on.
+func openStore(ctx context.Context, rc config.Redis, reg prometheus.Registerer, log *slog.Logger) (runStore, error) {
+	if rc.URL == "" {
+		return runStore{
+			Store: memory.New(memory.Options{}),
+			ready: func(context.Context) error { return nil },
+			close: func() error { return nil },
+		}, nil
+	}
+	opt, err := goredis.ParseURL(rc.URL.Reveal())
+	if err != nil {
+		// Not err: its text may quote the URL, password and all.
+		return runStore{}, errors.New("run store: the Redis URL is not one go-redis accepts (redis://[user:password@]host:port/db, rediss://…, unix://…)")
+	}
+	opt.ContextTimeoutEnabled = true
+	readOpt := *opt
+	readOpt.PoolSize = redisReadsPool
+	c, reads := goredis.NewClient(opt), goredis.NewClient(&readOpt)
+	m := metrics.NewRedis(reg)
+	s := runsredis.New(c, runsredis.Options{Reads: reads, Observe: m.Observe})
+	ping := func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		defer cancel()
+		return c.Ping(ctx).Err()
+	}
+	ready := func(ctx context.Context) error {
+		if err := ping(ctx); err != nil {
+			return fmt.Errorf("run store: Redis at %s does not answer", opt.Addr)
+		}
+		return nil
+	}
+	if err := ping(ctx); err != nil {
+		log.Warn("Redis does not answer; loops fail and /readyz answers 503 until it does", "addr", opt.Addr, "err", err)
+	} else {
+		log.Info("runs are kept in Redis", "addr", opt.Addr, "db", opt.DB)
+	}
+	return runStore{Store: s, ready: ready, close: func() error { return errors.Join(c.Close(), reads.Close()) }}, nil
+}

@@ -1,0 +1,424 @@
+package redis
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/sampled/sampled/internal/runs"
+)
+
+// follower is this replica's live loop on one run: one blocking read of the
+// run's stream, fanned out to the run's subscriptions on this replica. Its
+// mutex guards every field but refs, and the delivery of events.
+type follower struct {
+	id   string
+	refs int // Subscribes under way; guarded by Store.mu
+
+	mu      sync.Mutex
+	subs    []*subscription // the live subscriptions; each knows its index
+	pos     int64           // id of the last event read
+	started bool            // the loop runs, or ran
+	final   bool            // the loop read the terminal event
+	gone    bool            // the loop ended or is ending: f takes no subscription
+	connID  int64           // the loop's Redis connection, for CLIENT UNBLOCK; 0 when unknown
+	done    chan struct{}   // closed when the loop ends
+}
+
+// logState is a consistent read of a run: its hash and the events to
+// replay.
+type logState struct {
+	meta
+	first  int64 // id of the oldest entry kept; last+1 when none
+	replay []runs.Event
+}
+
+// readLog reads the run's hash, the oldest entry of its stream and the
+// entries after an id, in one transaction.
+func (s *Store) readLog(ctx context.Context, id string, after int64) (logState, error) {
+	var (
+		hm         *goredis.SliceCmd
+		head, rest *goredis.XMessageSliceCmd
+	)
+	err := s.timed("subscribe", func() error {
+		_, err := s.c.TxPipelined(ctx, func(p goredis.Pipeliner) error {
+			hm = p.HMGet(ctx, s.metaKey(id), "last", "exp", "cancel", "snap")
+			head = p.XRangeN(ctx, s.eventsKey(id), "-", "+", 1)
+			rest = p.XRange(ctx, s.eventsKey(id), strconv.FormatInt(after+1, 10), "+")
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return logState{}, err
+	}
+	var st logState
+	if st.meta, err = s.parseMeta(hm.Val()); err != nil {
+		return logState{}, err
+	}
+	st.first = st.last + 1
+	if h := head.Val(); len(h) > 0 {
+		ev, _, err := parseEntry(h[0])
+		if err != nil {
+			return logState{}, err
+		}
+		st.first = ev.ID
+	}
+	for _, m := range rest.Val() {
+		ev, _, err := parseEntry(m)
+		if err != nil {
+			return logState{}, err
+		}
+		st.replay = append(st.replay, ev)
+	}
+	return st, nil
+}
+
+// parseEntry reads a stream entry: its event and whether it is the
+// terminal one.
+func parseEntry(m goredis.XMessage) (runs.Event, bool, error) {
+	seq, _, _ := strings.Cut(m.ID, "-")
+	n, err := strconv.ParseInt(seq, 10, 64)
+	if err != nil {
+		return runs.Event{}, false, fmt.Errorf("runs: stream entry %q: %w", m.ID, err)
+	}
+	name, _ := m.Values["n"].(string)
+	ev := runs.Event{ID: n, Name: name}
+	if d, ok := m.Values["d"].(string); ok {
+		ev.Data = json.RawMessage(d)
+	}
+	_, terminal := m.Values["t"]
+	return ev, terminal, nil
+}
+
+// Subscribe replays the retained events with ID > after, then follows live
+// ones from this replica's loop on the run; see runs.Store. The replay is
+// read and the subscription registered under the loop's lock, so the loop
+// delivers exactly the events after the replay. The channel holds the
+// whole replay plus the Buffer.
+//
+// A ctx that is already done gives its error; after Close, Subscribe gives
+// runs.ErrClosed.
+func (s *Store) Subscribe(ctx context.Context, id string, after int64) (runs.Subscription, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("runs: subscribe to %q: %w", id, err)
+	}
+	if s.closed.Load() {
+		return nil, fmt.Errorf("runs: subscribe to %q: %w", id, runs.ErrClosed)
+	}
+	after = max(after, 0)
+	for {
+		sub, err := s.subscribe(ctx, id, after)
+		if !errors.Is(err, errGone) {
+			return sub, err
+		}
+	}
+}
+
+// errGone: the follower Subscribe found has ended its loop; a new one is
+// made.
+var errGone = errors.New("follower gone")
+
+func (s *Store) subscribe(ctx context.Context, id string, after int64) (runs.Subscription, error) {
+	s.mu.Lock()
+	f := s.followers[id]
+	if f == nil {
+		f = &follower{id: id, done: make(chan struct{})}
+		s.followers[id] = f
+	}
+	f.refs++
+	s.mu.Unlock()
+	defer s.release(f)
+
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.gone {
+		// Its loop ended (it read the terminal event, or the store
+		// closed) after this Subscribe found it; if the run was created
+		// again since, it needs a loop of its own.
+		return nil, errGone
+	}
+	st, err := s.readLog(ctx, id, after)
+	if err != nil {
+		return nil, fmt.Errorf("runs: subscribe to %q: %w", id, err)
+	}
+	if after < st.last && after+1 < st.first {
+		return nil, fmt.Errorf("runs: subscribe to %q after %d (oldest kept is %d): %w", id, after, st.first, runs.ErrExpired)
+	}
+	sub := &subscription{s: s, f: f, after: max(after, st.last), idx: -1}
+	live := !st.finished && !s.closed.Load()
+	if live {
+		sub.ch = make(chan runs.Event, len(st.replay)+s.buffer)
+	} else {
+		sub.ch = make(chan runs.Event, len(st.replay))
+	}
+	for _, ev := range st.replay {
+		sub.ch <- ev // never blocks: the channel has room for the replay
+	}
+	if !live {
+		if !st.finished {
+			sub.err = runs.ErrClosed
+		}
+		close(sub.ch)
+		return sub, nil
+	}
+	sub.idx = len(f.subs)
+	f.subs = append(f.subs, sub)
+	s.subs.Add(1)
+	if !f.started {
+		f.started = true
+		f.pos = st.last
+		s.wg.Add(1)
+		go s.follow(f)
+	}
+	sub.stop = context.AfterFunc(ctx, func() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		s.drop(f, sub, nil)
+	})
+	return sub, nil
+}
+
+// release ends a Subscribe's hold on f; a follower whose loop never started
+// and that has no subscription is forgotten.
+func (s *Store) release(f *follower) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f.refs--
+	f.mu.Lock()
+	idle := f.refs == 0 && !f.started && len(f.subs) == 0
+	f.mu.Unlock()
+	if idle && s.followers[f.id] == f {
+		delete(s.followers, f.id)
+	}
+}
+
+// follow is f's live loop: it reads the run's stream after f.pos and
+// delivers what it reads, until the terminal event, until no subscription
+// is left, or until the store closes. A Redis error is retried with
+// backoff; the subscriptions stay and get every event once Redis answers
+// again.
+func (s *Store) follow(f *follower) {
+	defer s.wg.Done()
+	defer close(f.done)
+	// A connection of its own, so that Close can unblock its read by id.
+	conn := s.reads.Conn()
+	defer func() { _ = conn.Close() }()
+	key := s.eventsKey(f.id)
+	backoff := time.Duration(0)
+	for {
+		if !s.keepFollowing(f) {
+			return
+		}
+		if backoff > 0 {
+			t := time.NewTimer(backoff)
+			select {
+			case <-s.ctx.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+		}
+		f.mu.Lock()
+		pos, known := f.pos, f.connID != 0
+		f.mu.Unlock()
+		if !known {
+			var id int64
+			err := s.timed("client_id", func() error {
+				var err error
+				id, err = conn.ClientID(s.ctx).Result()
+				return err
+			})
+			if err != nil {
+				backoff = nextBackoff(backoff)
+				_ = conn.Close()
+				conn = s.reads.Conn()
+				continue
+			}
+			f.mu.Lock()
+			f.connID = id
+			f.mu.Unlock()
+		}
+		var res []goredis.XStream
+		err := s.timed("xread", func() error {
+			var err error
+			res, err = conn.XRead(s.ctx, &goredis.XReadArgs{
+				Streams: []string{key, strconv.FormatInt(pos, 10) + "-0"},
+				Count:   readCount,
+				Block:   s.block,
+			}).Result()
+			if errors.Is(err, goredis.Nil) { // nothing new within Block, or unblocked
+				err = nil
+			}
+			return err
+		})
+		if err != nil {
+			if s.ctx.Err() != nil {
+				return
+			}
+			// A broken connection stays broken: take another one, and
+			// ask its id.
+			_ = conn.Close()
+			conn = s.reads.Conn()
+			f.mu.Lock()
+			f.connID = 0
+			f.mu.Unlock()
+			backoff = nextBackoff(backoff)
+			continue
+		}
+		backoff = 0
+		if len(res) == 0 {
+			s.checkKept(f)
+			continue
+		}
+		for _, st := range res {
+			s.deliver(f, st.Messages)
+		}
+	}
+}
+
+// errVanished: a followed run's keys are gone while it was running (Redis
+// restarted without its data, or they were deleted).
+var errVanished = fmt.Errorf("the run's keys are gone from Redis: %w", runs.ErrNotFound)
+
+// checkKept ends f's subscriptions with errVanished if the run's hash is
+// gone, rather than let them wait for events that cannot come. It runs
+// when a read found nothing new, so at most once per Block.
+func (s *Store) checkKept(f *follower) {
+	var n int64
+	err := s.timed("exists", func() error {
+		var err error
+		n, err = s.c.Exists(s.ctx, s.metaKey(f.id)).Result()
+		return err
+	})
+	if err != nil || n == 1 {
+		return // an error is retried at the next quiet read
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for len(f.subs) > 0 {
+		s.drop(f, f.subs[len(f.subs)-1], errVanished)
+	}
+	f.final = true
+}
+
+// keepFollowing reports whether f's loop goes on; when not, f is forgotten.
+func (s *Store) keepFollowing(f *follower) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !s.closed.Load() && !f.final && (len(f.subs) > 0 || f.refs > 0) {
+		return true
+	}
+	f.gone = true
+	if s.followers[f.id] == f {
+		delete(s.followers, f.id)
+	}
+	return false
+}
+
+// nextBackoff doubles d, from 50ms up to maxBackoff.
+func nextBackoff(d time.Duration) time.Duration {
+	return min(max(2*d, 50*time.Millisecond), maxBackoff)
+}
+
+// deliver hands entries read by f's loop to its subscriptions without
+// blocking: a subscription whose buffer is full is cut with runs.ErrSlow.
+// If entries were trimmed before the loop read them, every subscription
+// is cut with runs.ErrSlow rather than skip them: it resumes by id and
+// gets runs.ErrExpired or the events.
+func (s *Store) deliver(f *follower, msgs []goredis.XMessage) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, m := range msgs {
+		ev, terminal, err := parseEntry(m)
+		if err != nil {
+			for len(f.subs) > 0 {
+				s.drop(f, f.subs[len(f.subs)-1], err)
+			}
+			f.final = true
+			return
+		}
+		if ev.ID <= f.pos {
+			continue
+		}
+		if ev.ID != f.pos+1 {
+			for len(f.subs) > 0 {
+				s.drop(f, f.subs[len(f.subs)-1], runs.ErrSlow)
+			}
+		}
+		f.pos = ev.ID
+		// drop moves the last subscription into the dropped one's place,
+		// so after a drop the same index is visited again.
+		for i := 0; i < len(f.subs); {
+			sub := f.subs[i]
+			if ev.ID > sub.after {
+				select {
+				case sub.ch <- ev:
+				default:
+					s.drop(f, sub, runs.ErrSlow)
+					continue
+				}
+			}
+			if terminal {
+				s.drop(f, sub, nil)
+				continue
+			}
+			i++
+		}
+		if terminal {
+			f.final = true
+			return
+		}
+	}
+}
+
+// drop ends subscription sub of f with err. f.mu must be held.
+func (s *Store) drop(f *follower, sub *subscription, err error) {
+	if sub.idx < 0 { // never registered, or dropped already
+		return
+	}
+	last := len(f.subs) - 1
+	f.subs[sub.idx] = f.subs[last]
+	f.subs[sub.idx].idx = sub.idx
+	f.subs[last] = nil
+	f.subs = f.subs[:last]
+	sub.idx = -1
+	sub.stop()
+	sub.err = err
+	s.subs.Add(-1) // before close: whoever sees the close sees the count
+	close(sub.ch)
+}
+
+// subscription is a runs.Subscription of a Store.
+type subscription struct {
+	ch    chan runs.Event
+	after int64 // live events with ID <= after are skipped
+	s     *Store
+	f     *follower   // its mu guards err, stop and idx
+	stop  func() bool // stops watching the subscriber's ctx; nil if never registered
+	idx   int         // index in f.subs; -1 when not registered
+	err   error
+}
+
+func (sub *subscription) Events() <-chan runs.Event { return sub.ch }
+
+func (sub *subscription) Err() error {
+	sub.f.mu.Lock()
+	defer sub.f.mu.Unlock()
+	return sub.err
+}
+
+func (sub *subscription) Close() {
+	sub.f.mu.Lock()
+	defer sub.f.mu.Unlock()
+	sub.s.drop(sub.f, sub, nil)
+}
