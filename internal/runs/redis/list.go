@@ -13,10 +13,10 @@ import (
 )
 
 // defaultListLimit is the page size of list when none is given.
-const defaultListLimit = 20
+const defaultListLimit = runs.DefaultListLimit
 
 // errCursor: list was given a cursor it did not make.
-var errCursor = errors.New("invalid cursor")
+var errCursor = runs.ErrCursor
 
 // listed is one run of a page of list: its id and latest snapshot.
 type listed struct {
@@ -110,4 +110,17 @@ func (s *Store) list(ctx context.Context, after string, limit int, match func(js
 		}
 		top = "(" + strconv.FormatInt(int64(entries[len(entries)-1].Score), 10)
 	}
+}
+
+// List returns a page of the kept runs, newest first (runs.Store).
+func (s *Store) List(ctx context.Context, q runs.ListQuery) (runs.Page, error) {
+	found, next, err := s.list(ctx, q.After, q.Limit, q.Match)
+	if err != nil {
+		return runs.Page{}, err
+	}
+	page := runs.Page{Runs: make([]runs.Listed, len(found)), Next: next}
+	for i, l := range found {
+		page.Runs[i] = runs.Listed{ID: l.id, Snapshot: l.snapshot}
+	}
+	return page, nil
 }
