@@ -35,6 +35,11 @@ type Metrics struct {
 	SSEEvents        *prometheus.CounterVec   // event
 	MCPServerUp      *prometheus.GaugeVec     // server
 
+	AccessRequests   *prometheus.CounterVec // key (access.go)
+	AccessDenied     *prometheus.CounterVec // reason
+	RateLimited      *prometheus.CounterVec // key, limit
+	SamplingInFlight prometheus.Gauge       //
+
 	samples sync.Map // sampleKey -> prometheus.Counter
 }
 
@@ -125,6 +130,7 @@ func New(reg prometheus.Registerer) *Metrics {
 			Help: "Whether an MCP tool server is connected (1) or not (0).",
 		}, []string{"server"}),
 	}
+	m.initAccess(reg)
 	// Series that alerts watch with increase() exist from the start.
 	for _, method := range []string{"sampleSchema", "sampleTools", "sample"} {
 		m.ValidationRetries.WithLabelValues(method)
