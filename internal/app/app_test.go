@@ -54,6 +54,7 @@ sampled_samples_total{endpoint="sample",mode="plain",model="other",outcome="inva
 sampled_samples_total{endpoint="sample_schema",mode="schema",model="offline/flaky",outcome="ok",provider="offline"} 1
 # HELP sampled_validation_retries_total Corrective retries sent by the guaranteed helpers.
 # TYPE sampled_validation_retries_total counter
+sampled_validation_retries_total{method="sample"} 0
 sampled_validation_retries_total{method="sampleSchema"} 1
 sampled_validation_retries_total{method="sampleTools"} 0
 `

@@ -58,6 +58,7 @@ func TestAPIKeysRefused(t *testing.T) {
 		{"no name", "apiKeys: [{keyEnv: K}]", "apiKeys[0].name: required"},
 		{"name twice", "apiKeys: [{name: a, keyEnv: K}, {name: a, keyEnv: K}]", `apiKeys[1].name: "a" is used twice`},
 		{"no key", "apiKeys: [{name: a}]", "apiKeys[0]: give one of hash, keyEnv or keyFile"},
+		{"anonymous", "apiKeys: [{name: anonymous, keyEnv: K}]", "apiKeys[0].name: anonymous names the callers"},
 		{"two sources", "apiKeys: [{name: a, keyEnv: K, keyFile: /k}]", "apiKeys[0]: give one of hash, keyEnv or keyFile"},
 		{"a key as hash", "apiKeys: [{name: a, hash: " + pasted + "}]", "apiKeys[0].hash: want sha256:"},
 		{"short hash", "apiKeys: [{name: a, hash: sha256:abcd}]", "apiKeys[0].hash: want sha256:"},

@@ -458,6 +458,8 @@ func (c *Config) checkAccess() error {
 			return fmt.Errorf("%s.name: required", at)
 		case names[k.Name]:
 			return fmt.Errorf("%s.name: %q is used twice", at, k.Name)
+		case k.Name == "anonymous":
+			return fmt.Errorf("%s.name: anonymous names the callers of a service without keys; choose another", at)
 		case given != 1:
 			return fmt.Errorf("%s: give one of hash, keyEnv or keyFile", at)
 		case k.RequestsPerMinute < 0 || k.ConcurrentLoops < 0:
