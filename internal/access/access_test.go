@@ -214,3 +214,27 @@ func TestStartSampleCap(t *testing.T) {
 		t.Error("a zero cap refused a request: it means no cap")
 	}
 }
+
+// BenchmarkAuthenticateAllow is the cost a keyed request pays: hashing
+// the key, comparing it with 10 digests, and taking from the key's rate.
+func BenchmarkAuthenticateAllow(b *testing.B) {
+	var keys []Key
+	for i := range 10 {
+		keys = append(keys, Key{Name: strings.Repeat("k", i+1), Digest: HashKey(strings.Repeat("secret", i+1))})
+	}
+	g, err := New(Options{Keys: keys, RequestsPerMinute: 1 << 30})
+	if err != nil {
+		b.Fatal(err)
+	}
+	header := "Bearer " + strings.Repeat("secret", 10)
+	b.ReportAllocs()
+	for b.Loop() {
+		c, err := g.Authenticate(header)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if ok, _ := g.Allow(c); !ok {
+			b.Fatal("refused")
+		}
+	}
+}
