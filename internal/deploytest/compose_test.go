@@ -302,6 +302,15 @@ func composeAccess(t *testing.T, doc, services map[string]any) {
 		t.Errorf("grafana: GF_SECURITY_ADMIN_PASSWORD = %q, want it from ${GRAFANA_ADMIN_PASSWORD…}", raw)
 	}
 	declared := composeMap(doc["secrets"])
+	for name, d := range declared {
+		// A secret's file must exist, or compose up fails.
+		if f, ok := composeMap(d)["file"].(string); ok {
+			path := filepath.Join(composeRoot, composeInterpolated(t, "secrets."+name, []string{f})[0])
+			if _, err := os.Stat(path); err != nil {
+				t.Errorf("secret %s: file %s: %v", name, f, err)
+			}
+		}
+	}
 	has := map[string]bool{}
 	for _, sec := range composeStrings(composeService(t, services, "sampled")["secrets"]) {
 		has[sec] = true
