@@ -1,8 +1,8 @@
 # Container image of sampled, the LLM sampling service.
 #
 #   docker build -t sampled .
-#   docker run --rm -p 8080:8080 sampled            # offline provider, no key
-#   docker run --rm -p 8080:8080 -e SAMPLING_PROVIDER=openai \
+#   docker run --rm -p 127.0.0.1:8080:8080 sampled  # offline provider, no key
+#   docker run --rm -p 127.0.0.1:8080:8080 -e SAMPLING_PROVIDER=openai \
 #     -e SAMPLING_API_KEY=sk-... -e SAMPLING_MODEL=gpt-4o-mini sampled
 #
 # Two stages: the Go toolchain builds two static binaries (the service and a
@@ -35,6 +35,11 @@ FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/sampled /sampled
 COPY --from=build /out/healthcheck /healthcheck
 USER nonroot:nonroot
+# sampled's own default is loopback, which a container's port mapping
+# cannot reach: listen on every interface of the container, and publish the
+# port on the host's loopback (-p 127.0.0.1:8080:8080) unless API keys are
+# configured (README, Access).
+ENV SAMPLED_ADDR=:8080
 EXPOSE 8080
 # /healthcheck GETs http://127.0.0.1:8080/healthz (or SAMPLED_ADDR's port).
 HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 CMD ["/healthcheck"]

@@ -52,6 +52,13 @@ func readConfig(args []string, getenv func(string) string, stderr io.Writer) (*c
 	return c, c.Server.Check()
 }
 
+// loopback reports whether a listener's address is a loopback one: an
+// unspecified address (":8080") listens on every interface.
+func loopback(a net.Addr) bool {
+	tcp, ok := a.(*net.TCPAddr)
+	return ok && tcp.IP.IsLoopback()
+}
+
 // run starts the service and blocks until ctx ends, then drains in-flight
 // requests. It writes "listening on <addr>" to stdout once it accepts
 // connections.
@@ -96,7 +103,11 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		models = append(models, m.ID())
 	}
 	// What answers, said once at start: never a surprise offline answer.
-	log.Info("listening", "addr", ln.Addr().String(), "models", models, "default", a.Catalog.Default().ID())
+	log.Info("listening", "addr", ln.Addr().String(), "models", models, "default", a.Catalog.Default().ID(), "apiKeys", len(cfg.APIKeys))
+	if len(cfg.APIKeys) == 0 && !loopback(ln.Addr()) {
+		log.Warn("listening beyond loopback without API keys: whoever reaches this address can sample and run loops; configure apiKeys (README, Access) or listen on 127.0.0.1",
+			"addr", ln.Addr().String())
+	}
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

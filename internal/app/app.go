@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
+	"github.com/sampled/sampled/internal/access"
 	"github.com/sampled/sampled/internal/config"
 	"github.com/sampled/sampled/internal/handlers"
 	"github.com/sampled/sampled/internal/host"
@@ -95,6 +96,11 @@ func New(ctx context.Context, o Options) (*App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tools: %w", err)
 	}
+	guard, err := newGuard(pc, m)
+	if err != nil {
+		_ = toolReg.Close()
+		return nil, err
+	}
 	store, err := openStore(ctx, pc.Redis, reg, o.Logger)
 	if err != nil {
 		_ = toolReg.Close()
@@ -119,8 +125,43 @@ func New(ctx context.Context, o Options) (*App, error) {
 			}
 			return toolReg.Ready()
 		},
+		Access:         guard,
+		MetricsNeedKey: pc.MetricsNeedKey,
 	})
 	return a, nil
+}
+
+// newGuard builds the access guard of the configured API keys and limits,
+// and creates their metric series.
+func newGuard(c *config.Config, m *metrics.Metrics) (*access.Guard, error) {
+	lim := c.Limits.WithDefaults()
+	o := access.Options{InFlightSamples: lim.InFlightSamples}
+	if len(c.APIKeys) > 0 {
+		o.RequestsPerMinute, o.ConcurrentLoops = lim.RequestsPerMinute, lim.ConcurrentLoops
+	}
+	for _, k := range c.APIKeys {
+		key := access.Key{Name: k.Name, RequestsPerMinute: k.RequestsPerMinute, ConcurrentLoops: k.ConcurrentLoops}
+		if k.Hash != "" {
+			d, err := access.ParseDigest(k.Hash)
+			if err != nil {
+				return nil, fmt.Errorf("apiKeys: %s: %w", k.Name, err)
+			}
+			key.Digest = d
+		} else {
+			key.Digest = access.HashKey(k.Key.Reveal())
+		}
+		o.Keys = append(o.Keys, key)
+	}
+	g, err := access.New(o)
+	if err != nil {
+		return nil, err
+	}
+	names := g.Names()
+	if len(names) == 0 {
+		names = []string{metrics.AnonymousKey}
+	}
+	m.AccessKeys(names)
+	return g, nil
 }
 
 // Runs is the store of loop runs and their event logs; the benchmark

@@ -52,6 +52,14 @@ type Config struct {
 	// Redis, when its URL is set (or SAMPLED_REDIS_URL), keeps the runs of
 	// loops in Redis, shared by every replica using it.
 	Redis Redis `yaml:"redis"`
+	// APIKeys are the keys clients send as Authorization: Bearer; with none
+	// every request is served, as for local use.
+	APIKeys []APIKey `yaml:"apiKeys"`
+	// Limits bound what each key, and every caller together, may ask.
+	Limits Limits `yaml:"limits"`
+	// MetricsNeedKey puts GET /metrics behind the API keys; by default it
+	// stays open to the scraper, like /healthz and /readyz.
+	MetricsNeedKey bool `yaml:"metricsNeedKey"`
 }
 
 // Redis is where runs are kept when several replicas share them.
@@ -77,10 +85,62 @@ func (r Redis) check() error {
 	return errors.New("redis.url (SAMPLED_REDIS_URL): want a redis://, rediss:// or unix:// URL")
 }
 
+// APIKey is one key clients may call with: its name, and the key as a
+// SHA-256 digest (Hash, "sha256:<64 hex>") or, like a provider's key, from
+// an environment variable or a file.
+type APIKey struct {
+	// Name is the caller's identity in logs, metrics and run ownership.
+	Name    string `yaml:"name"`
+	Hash    string `yaml:"hash"`
+	KeyEnv  string `yaml:"keyEnv"`
+	KeyFile string `yaml:"keyFile"`
+	// RequestsPerMinute and ConcurrentLoops override Limits for this key.
+	RequestsPerMinute int `yaml:"requestsPerMinute"`
+	ConcurrentLoops   int `yaml:"concurrentLoops"`
+
+	// Key is resolved from KeyEnv or KeyFile by Load.
+	Key Secret `yaml:"-"`
+}
+
+// Limits bound the load callers may put on the service. Zero means the
+// default; the per-key limits apply when API keys are configured.
+type Limits struct {
+	// RequestsPerMinute is each key's request rate; default 600.
+	RequestsPerMinute int `yaml:"requestsPerMinute"`
+	// ConcurrentLoops is how many loops each key may run at once;
+	// default 10.
+	ConcurrentLoops int `yaml:"concurrentLoops"`
+	// InFlightSamples caps the sampling requests (POST /v1/sample*,
+	// /v1/messages) served at once by all callers; default 256.
+	InFlightSamples int `yaml:"inFlightSamples"`
+}
+
+// Defaults of Limits.
+const (
+	DefaultRequestsPerMinute = 600
+	DefaultConcurrentLoops   = 10
+	DefaultInFlightSamples   = 256
+)
+
+// WithDefaults returns the limits with the defaults in place of zeros.
+func (l Limits) WithDefaults() Limits {
+	if l.RequestsPerMinute == 0 {
+		l.RequestsPerMinute = DefaultRequestsPerMinute
+	}
+	if l.ConcurrentLoops == 0 {
+		l.ConcurrentLoops = DefaultConcurrentLoops
+	}
+	if l.InFlightSamples == 0 {
+		l.InFlightSamples = DefaultInFlightSamples
+	}
+	return l
+}
+
 // Server is the HTTP server's settings. Zero values mean the defaults of
 // the packages they configure.
 type Server struct {
-	// Addr is the listen address; Load sets ":8080" when unset.
+	// Addr is the listen address; Load sets DefaultAddr (loopback) when
+	// unset.
 	Addr string
 	// LogFormat is "json" (set by Load when unset) or "text".
 	LogFormat string
@@ -102,9 +162,14 @@ func (s *Server) Check() error {
 	return nil
 }
 
+// DefaultAddr is the listen address without SAMPLED_ADDR: loopback only,
+// so that a service without API keys is not open to the network by
+// accident. A container sets SAMPLED_ADDR=:8080.
+const DefaultAddr = "127.0.0.1:8080"
+
 // serverFromEnv reads the server settings.
 func serverFromEnv(getenv func(string) string) (Server, error) {
-	s := Server{Addr: ":8080", LogFormat: "json"}
+	s := Server{Addr: DefaultAddr, LogFormat: "json"}
 	if v := getenv("SAMPLED_ADDR"); v != "" {
 		s.Addr = v
 	}
@@ -457,7 +522,7 @@ func (c *Config) check() error {
 			return fmt.Errorf("mcpServers.%s.sampling.%w", name, err)
 		}
 	}
-	return nil
+	return c.checkAccess()
 }
 
 // check checks a server's sampling policy; the error names the field
@@ -486,6 +551,52 @@ func (s Sampling) check(known func(string) bool) error {
 	return nil
 }
 
+// checkAccess checks apiKeys and limits.
+func (c *Config) checkAccess() error {
+	names := map[string]bool{}
+	for i, k := range c.APIKeys {
+		at := fmt.Sprintf("apiKeys[%d]", i)
+		given := 0
+		for _, v := range []string{k.Hash, k.KeyEnv, k.KeyFile} {
+			if v != "" {
+				given++
+			}
+		}
+		switch {
+		case k.Name == "":
+			return fmt.Errorf("%s.name: required", at)
+		case names[k.Name]:
+			return fmt.Errorf("%s.name: %q is used twice", at, k.Name)
+		case k.Name == "anonymous":
+			return fmt.Errorf("%s.name: anonymous names the callers of a service without keys; choose another", at)
+		case given != 1:
+			return fmt.Errorf("%s: give one of hash, keyEnv or keyFile", at)
+		case k.RequestsPerMinute < 0 || k.ConcurrentLoops < 0:
+			return fmt.Errorf("%s: limits must not be negative", at)
+		}
+		if k.Hash != "" && !validHash(k.Hash) {
+			// The value is not echoed: it may be a key pasted by mistake.
+			return fmt.Errorf("%s.hash: want sha256: followed by 64 hex digits (printf %%s KEY | sha256sum)", at)
+		}
+		names[k.Name] = true
+	}
+	if l := c.Limits; l.RequestsPerMinute < 0 || l.ConcurrentLoops < 0 || l.InFlightSamples < 0 {
+		return errors.New("limits: must not be negative")
+	}
+	return nil
+}
+
+// validHash reports whether s is "sha256:" and 64 hex digits.
+func validHash(s string) bool {
+	h, ok := strings.CutPrefix(s, "sha256:")
+	if !ok || len(h) != 64 {
+		return false
+	}
+	return !strings.ContainsFunc(h, func(r rune) bool {
+		return (r < '0' || r > '9') && (r < 'a' || r > 'f') && (r < 'A' || r > 'F')
+	})
+}
+
 // resolve reads API keys from the environment or files.
 func (c *Config) resolve(getenv func(string) string, readFile func(string) ([]byte, error)) error {
 	for i := range c.Providers {
@@ -508,6 +619,23 @@ func (c *Config) resolve(getenv func(string) string, readFile func(string) ([]by
 			}
 		case p.Type == TypeOpenAI && p.Endpoint == "", p.Type == TypeAnthropic:
 			return fmt.Errorf("providers[%d]: %s needs an API key (apiKeyEnv or apiKeyFile; SAMPLING_API_KEY without a file)", i, p.Type)
+		}
+	}
+	for i := range c.APIKeys {
+		k := &c.APIKeys[i]
+		switch {
+		case k.KeyEnv != "":
+			if k.Key = Secret(getenv(k.KeyEnv)); k.Key == "" {
+				return fmt.Errorf("apiKeys[%d].keyEnv: environment variable %s is empty", i, k.KeyEnv)
+			}
+		case k.KeyFile != "":
+			b, err := readFile(k.KeyFile)
+			if err != nil {
+				return fmt.Errorf("apiKeys[%d].keyFile: cannot read %s", i, k.KeyFile)
+			}
+			if k.Key = Secret(strings.TrimSpace(string(b))); k.Key == "" {
+				return fmt.Errorf("apiKeys[%d].keyFile: %s is empty", i, k.KeyFile)
+			}
 		}
 	}
 	return nil

@@ -68,7 +68,7 @@ func TestServerFromEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(Server{Addr: ":8080", LogFormat: "json"}, c.Server); diff != "" {
+	if diff := cmp.Diff(Server{Addr: "127.0.0.1:8080", LogFormat: "json"}, c.Server); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
 	}
 	c, err = Load(env(map[string]string{"SAMPLED_ADDR": "127.0.0.1:9", "SAMPLED_LOG_FORMAT": "text",

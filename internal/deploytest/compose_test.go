@@ -111,8 +111,8 @@ func TestComposeFileValidates(t *testing.T) {
 		if !slices.Contains(composeStrings(svc["security_opt"]), "no-new-privileges:true") {
 			t.Errorf("sampled: security_opt = %v, want no-new-privileges:true", svc["security_opt"])
 		}
-		if !slices.Contains(composeStrings(svc["ports"]), "8080:8080") {
-			t.Errorf("sampled: ports = %v, want 8080:8080", svc["ports"])
+		if !slices.Contains(composeInterpolated(t, "ports", composeStrings(svc["ports"])), "127.0.0.1:8080:8080") {
+			t.Errorf("sampled: ports = %v, want 127.0.0.1:8080:8080", svc["ports"])
 		}
 		raw := composeRawEnv(t, "sampled", svc)
 		if raw["SAMPLED_LOG_FORMAT"] != "json" {
@@ -149,8 +149,8 @@ func TestComposeFileValidates(t *testing.T) {
 		if cfg != "/etc/prometheus/prometheus.yml" {
 			t.Errorf("prometheus: command sets --config.file=%q, want /etc/prometheus/prometheus.yml", cfg)
 		}
-		if !slices.Contains(composeStrings(svc["ports"]), "9090:9090") {
-			t.Errorf("prometheus: ports = %v, want 9090:9090", svc["ports"])
+		if !slices.Contains(composeInterpolated(t, "ports", composeStrings(svc["ports"])), "127.0.0.1:9090:9090") {
+			t.Errorf("prometheus: ports = %v, want 127.0.0.1:9090:9090", svc["ports"])
 		}
 		if got := composeDependsOn(svc)["sampled"]; got != "service_healthy" {
 			t.Errorf("prometheus: depends_on sampled with condition %q, want service_healthy", got)
@@ -224,8 +224,8 @@ func TestComposeFileValidates(t *testing.T) {
 			}
 		}
 		ollama, pull, so := composeService(t, services, "ollama"), composeService(t, services, "ollama-pull"), composeService(t, services, "sampled-ollama")
-		if !slices.Contains(composeStrings(ollama["ports"]), "11434:11434") {
-			t.Errorf("ollama: ports = %v, want 11434:11434", ollama["ports"])
+		if !slices.Contains(composeInterpolated(t, "ports", composeStrings(ollama["ports"])), "127.0.0.1:11434:11434") {
+			t.Errorf("ollama: ports = %v, want 127.0.0.1:11434:11434", ollama["ports"])
 		}
 		if !slices.ContainsFunc(composeMounts(t, "ollama", ollama), func(m composeMount) bool { return !m.bind && m.target == "/root/.ollama" }) {
 			t.Error("ollama: no volume at /root/.ollama for the models")
@@ -245,8 +245,8 @@ func TestComposeFileValidates(t *testing.T) {
 		if !composeEqual(so["build"], composeService(t, services, "sampled")["build"]) {
 			t.Errorf("sampled-ollama: build %v differs from sampled's", so["build"])
 		}
-		if !slices.Contains(composeStrings(so["ports"]), "8081:8080") {
-			t.Errorf("sampled-ollama: ports = %v, want 8081:8080", so["ports"])
+		if !slices.Contains(composeInterpolated(t, "ports", composeStrings(so["ports"])), "127.0.0.1:8081:8080") {
+			t.Errorf("sampled-ollama: ports = %v, want 127.0.0.1:8081:8080", so["ports"])
 		}
 		if composeMap(so["healthcheck"]) == nil {
 			t.Error("sampled-ollama: no healthcheck")
@@ -280,6 +280,80 @@ func TestComposeFileValidates(t *testing.T) {
 	t.Run("references", func(t *testing.T) {
 		composeReferences(t, doc, services)
 	})
+
+	t.Run("access", func(t *testing.T) {
+		composeAccess(t, doc, services)
+	})
+}
+
+// composeAccess checks what keeps the stack closed by default: sampled
+// listens on every interface inside its container (SAMPLED_ADDR=:8080, its
+// own default being loopback), Grafana's admin password comes from a
+// variable, and every file the example configuration's apiKeyFile entries
+// name is a compose secret of the sampled service.
+func composeAccess(t *testing.T, doc, services map[string]any) {
+	t.Helper()
+	for _, name := range []string{"sampled", "sampled-ollama"} {
+		if got := composeEnv(t, name, composeService(t, services, name))["SAMPLED_ADDR"]; got != ":8080" {
+			t.Errorf("%s: SAMPLED_ADDR = %q, want :8080 (the service's own default is loopback)", name, got)
+		}
+	}
+	if raw := composeRawEnv(t, "grafana", composeService(t, services, "grafana"))["GF_SECURITY_ADMIN_PASSWORD"]; !strings.HasPrefix(raw, "${GRAFANA_ADMIN_PASSWORD") {
+		t.Errorf("grafana: GF_SECURITY_ADMIN_PASSWORD = %q, want it from ${GRAFANA_ADMIN_PASSWORD…}", raw)
+	}
+	declared := composeMap(doc["secrets"])
+	for name, d := range declared {
+		// A secret's file must exist, or compose up fails.
+		if f, ok := composeMap(d)["file"].(string); ok {
+			path := filepath.Join(composeRoot, composeInterpolated(t, "secrets."+name, []string{f})[0])
+			if _, err := os.Stat(path); err != nil {
+				t.Errorf("secret %s: file %s: %v", name, f, err)
+			}
+		}
+	}
+	has := map[string]bool{}
+	for _, sec := range composeStrings(composeService(t, services, "sampled")["secrets"]) {
+		has[sec] = true
+		if _, ok := declared[sec]; !ok {
+			t.Errorf("sampled: secret %s is not declared under top-level secrets", sec)
+		}
+	}
+	var example struct {
+		Providers []struct {
+			APIKeyFile string `yaml:"apiKeyFile"`
+		} `yaml:"providers"`
+		APIKeys []struct {
+			KeyFile string `yaml:"keyFile"`
+		} `yaml:"apiKeys"`
+	}
+	b, err := os.ReadFile(filepath.Join(composeRoot, "deploy/sampled.example.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, &example); err != nil {
+		t.Fatal(err)
+	}
+	var files []string
+	for _, p := range example.Providers {
+		files = append(files, p.APIKeyFile)
+	}
+	for _, k := range example.APIKeys {
+		files = append(files, k.KeyFile)
+	}
+	n := 0
+	for _, f := range files {
+		if f == "" {
+			continue
+		}
+		n++
+		sec, ok := strings.CutPrefix(f, "/run/secrets/")
+		if !ok || !has[sec] {
+			t.Errorf("deploy/sampled.example.yaml reads %s, which no secret of the sampled service provides", f)
+		}
+	}
+	if n == 0 {
+		t.Error("deploy/sampled.example.yaml names no key file: nothing to check")
+	}
 }
 
 // composeReferences checks what each service refers to: services it
@@ -350,6 +424,9 @@ func composeReferences(t *testing.T, doc, services map[string]any) {
 				continue
 			}
 			hp := strings.Join(parts[:len(parts)-1], ":")
+			if ip := composeInterpolated(t, name, []string{p})[0]; !strings.HasPrefix(ip, "127.0.0.1:") {
+				t.Errorf("%s: port %s is published beyond loopback by default (%s), want 127.0.0.1 unless PUBLISH_ADDR says otherwise", name, p, ip)
+			}
 			if other, ok := hostPorts[hp]; ok {
 				t.Errorf("%s: host port %s is published by %s too", name, hp, other)
 			}
@@ -517,6 +594,11 @@ func TestDockerfileBuild(t *testing.T) {
 		}
 		if !slices.Contains(strings.Fields(final.last("EXPOSE")), "8080") {
 			t.Error("final stage: does not EXPOSE 8080")
+		}
+		// The service's own default address is loopback, which a port
+		// mapping cannot reach.
+		if !slices.Contains(final.env(), "SAMPLED_ADDR=:8080") {
+			t.Errorf("final stage: ENV %v, want SAMPLED_ADDR=:8080", final.env())
 		}
 	})
 

@@ -78,7 +78,10 @@ func TestDashboardAndAlertsAgainstPrometheus(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := fmt.Sprintf("mcpServers:\n  test:\n    command: %q\n", bin) + fmt.Sprintf("providers:\n  - name: openai\n    type: openai\n    endpoint: %s/v1\n    models:\n      - name: gpt-4o-mini\n"+
-		"  - name: down\n    type: openai\n    endpoint: http://%s/v1\n    models:\n      - name: gone\n", up.URL, down)
+		"  - name: down\n    type: openai\n    endpoint: http://%s/v1\n    models:\n      - name: gone\n", up.URL, down) +
+		// The load's key, and one with a rate of 1 a minute for the 429s.
+		"apiKeys:\n  - name: load\n    hash: sha256:fd52c3bcf1d6a473c274a3ec97f5976e15a937e15781b72b402048e071e45a3f\n    requestsPerMinute: 100000\n" +
+		"  - name: tight\n    hash: sha256:b8ee3a6240fd78b3585e7004865fc33738434cc17ae9b31a177c46c88599bd33\n    requestsPerMinute: 1\n"
 	if err := os.WriteFile(filepath.Join(dir, "sampled.yaml"), []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -193,7 +196,28 @@ func drive(t *testing.T, base string) {
 		{"/v1/sample", `{"prompt":"hi","model":"down/gone"}`},
 	}
 	for _, r := range reqs {
-		resp, err := http.Post(base+r.path, "application/json", strings.NewReader(r.body))
+		req, _ := http.NewRequest(http.MethodPost, base+r.path, strings.NewReader(r.body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+loadKey)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	// A key past its rate (429s), a request without a key and one with a
+	// wrong key (401s).
+	for i := range 12 {
+		req, _ := http.NewRequest(http.MethodGet, base+"/v1/models", nil)
+		switch i {
+		case 0:
+		case 1:
+			req.Header.Set("Authorization", "Bearer not-a-key")
+		default:
+			req.Header.Set("Authorization", "Bearer "+tightKey)
+		}
+		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -206,6 +230,7 @@ func drive(t *testing.T, base string) {
 		req, _ := http.NewRequest(http.MethodPost, base+"/v1/loops", strings.NewReader(`{"prompt":"`+prompt+`","model":"offline/default"}`))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+loadKey)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -221,6 +246,13 @@ func drive(t *testing.T, base string) {
 		}
 	}
 }
+
+// The keys of the load (apiKeys in the test's configuration): loadKey's
+// rate is high enough for the load, tightKey's is 1 a minute.
+const (
+	loadKey  = "load-key"
+	tightKey = "tight-key"
+)
 
 type namedExpr struct{ title, expr string }
 

@@ -15,6 +15,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/sampled/sampled/internal/loop"
+	"github.com/sampled/sampled/internal/metrics"
 	"github.com/sampled/sampled/internal/runs"
 	"github.com/sampled/sampled/internal/sampler"
 	"github.com/sampled/sampled/internal/tools"
@@ -103,10 +104,23 @@ func (s *server) handleStartLoop(w http.ResponseWriter, r *http.Request) {
 		}
 		spec.Messages = msgs
 	}
+	// The run belongs to the caller's key, and counts against its
+	// concurrent loops until it ends.
+	if c := callerOf(r.Context()); c != nil {
+		release, ok, wait := s.guard.StartLoop(c)
+		if !ok {
+			s.tooMany(w, r, c, metrics.LimitLoops, wait, "this API key has as many loops running as it may; wait for one to end")
+			return
+		}
+		spec.Owner, spec.OnEnd = c.Name(), release
+	}
 	// Not r.Context(): it also ends when this handler returns, which a
 	// stream does when its client fell too far behind and must resume by id.
 	id, err := s.loops.Start(context.WithoutCancel(r.Context()), spec)
 	if err != nil {
+		if spec.OnEnd != nil {
+			spec.OnEnd()
+		}
 		s.writeError(w, r, loopError("", err))
 		return
 	}
@@ -142,6 +156,13 @@ func (s *server) handleGetLoop(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, err)
 		return
 	}
+	if s.keyed() {
+		var owner string
+		if json.Unmarshal(m["owner"], &owner) != nil || owner != ownerOf(r.Context()) {
+			s.writeError(w, r, loopError(id, runs.ErrNotFound))
+			return
+		}
+	}
 	if m["links"], err = json.Marshal(links(id)); err != nil {
 		s.writeError(w, r, err)
 		return
@@ -155,6 +176,7 @@ type loopSummary struct {
 	ID            string          `json:"id"`
 	TraceID       string          `json:"traceId"`
 	Origin        loop.Origin     `json:"origin"`
+	Owner         string          `json:"owner,omitempty"`
 	Status        string          `json:"status"`
 	Model         string          `json:"model,omitempty"`
 	Iterations    int             `json:"iterations"`
@@ -194,12 +216,17 @@ func (s *server) handleListLoops(w http.ResponseWriter, r *http.Request) {
 		s.writeError(w, r, sampler.InvalidAll(errs))
 		return
 	}
+	keyed, owner := s.keyed(), ownerOf(r.Context())
 	match := func(snap json.RawMessage) bool {
 		var sm struct {
 			Status string      `json:"status"`
 			Origin loop.Origin `json:"origin"`
+			Owner  string      `json:"owner"`
 		}
 		if json.Unmarshal(snap, &sm) != nil {
+			return false
+		}
+		if keyed && sm.Owner != owner {
 			return false
 		}
 		if sm.Origin.Kind == "" {
@@ -245,6 +272,10 @@ func (s *server) handleListLoops(w http.ResponseWriter, r *http.Request) {
 
 func (s *server) handleCancelLoop(w http.ResponseWriter, r *http.Request) {
 	id := chi.URLParam(r, "id")
+	if err := s.checkOwner(r.Context(), id); err != nil {
+		s.writeError(w, r, loopError(id, err))
+		return
+	}
 	if err := s.runs.Cancel(r.Context(), id); err != nil {
 		s.writeError(w, r, loopError(id, err))
 		return
@@ -267,6 +298,10 @@ func (s *server) handleLoopEvents(w http.ResponseWriter, r *http.Request) {
 		}
 		after = n
 	}
+	if err := s.checkOwner(r.Context(), id); err != nil {
+		s.writeError(w, r, loopError(id, err))
+		return
+	}
 	s.streamEvents(w, r, id, after)
 }
 
@@ -276,6 +311,29 @@ func (s *server) handleTools(w http.ResponseWriter, r *http.Request) {
 		list = []tools.Tool{}
 	}
 	s.writeJSON(w, http.StatusOK, map[string]any{"tools": list, "servers": s.tools.Status()})
+}
+
+// checkOwner gives runs.ErrNotFound when API keys are configured and the
+// run belongs to another key than the caller's: to another key, a run it
+// does not own does not exist.
+func (s *server) checkOwner(ctx context.Context, id string) error {
+	if !s.keyed() {
+		return nil
+	}
+	snap, err := s.runs.Snapshot(ctx, id)
+	if err != nil {
+		return err
+	}
+	var o struct {
+		Owner string `json:"owner"`
+	}
+	if err := json.Unmarshal(snap, &o); err != nil {
+		return fmt.Errorf("loop %s: decode snapshot: %w", id, err)
+	}
+	if o.Owner != ownerOf(ctx) {
+		return fmt.Errorf("loop %s of another key: %w", id, runs.ErrNotFound)
+	}
+	return nil
 }
 
 // loopError maps run-store errors to problems.

@@ -7,7 +7,7 @@ import (
 // routes lists every route of the service on one screen.
 func (s *server) routes() http.Handler {
 	r := s.mux
-	r.Use(s.instrument, s.recoverer)
+	r.Use(s.instrument, s.recoverer, s.authenticate)
 	r.NotFound(s.notFound)
 	r.MethodNotAllowed(s.methodNotAllowed)
 
@@ -17,10 +17,10 @@ func (s *server) routes() http.Handler {
 	r.Get("/openapi.yaml", s.handleOpenAPI)
 
 	r.Get("/v1/models", s.handleModels)
-	r.Post("/v1/sample", s.handleSample)
-	r.Post("/v1/sample/schema", s.handleSampleSchema)
-	r.Post("/v1/sample/tools", s.handleSampleTools)
-	r.Post("/v1/messages", s.handleMessages)
+	r.With(s.limitSampling).Post("/v1/sample", s.handleSample)
+	r.With(s.limitSampling).Post("/v1/sample/schema", s.handleSampleSchema)
+	r.With(s.limitSampling).Post("/v1/sample/tools", s.handleSampleTools)
+	r.With(s.limitSampling).Post("/v1/messages", s.handleMessages)
 
 	r.Get("/v1/tools", s.handleTools)
 	r.Post("/v1/loops", s.handleStartLoop)

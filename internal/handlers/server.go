@@ -25,6 +25,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/sampled/sampled/api"
+	"github.com/sampled/sampled/internal/access"
 	"github.com/sampled/sampled/internal/metrics"
 	"github.com/sampled/sampled/internal/sampler"
 )
@@ -50,6 +51,10 @@ type Config struct {
 	// Heartbeat is the interval of SSE comments on idle streams, and how
 	// long a stream's write may wait for its client; 0 means 15 s.
 	Heartbeat time.Duration
+	// Access checks API keys and limits; nil admits every request without
+	// limits. MetricsNeedKey puts GET /metrics behind the keys.
+	Access         *access.Guard
+	MetricsNeedKey bool
 }
 
 // DefaultMaxBodyBytes bounds request bodies unless Config says otherwise.
@@ -69,12 +74,14 @@ type server struct {
 	tools          Tools
 	heartbeat      time.Duration
 	frames         frameCache // SSE encodings shared by event streams
+	guard          *access.Guard
+	metricsNeedKey bool
 }
 
 // New returns the service's HTTP handler.
 func New(c Config) http.Handler {
 	s := &server{mux: chi.NewRouter(), sampler: c.Sampler, metrics: c.Metrics, log: c.Logger, maxBody: c.MaxBodyBytes, ready: c.Ready,
-		loops: c.Loops, runs: c.Runs, tools: c.Tools, heartbeat: c.Heartbeat}
+		loops: c.Loops, runs: c.Runs, tools: c.Tools, heartbeat: c.Heartbeat, guard: c.Access, metricsNeedKey: c.MetricsNeedKey}
 	if s.heartbeat <= 0 {
 		s.heartbeat = 15 * time.Second
 	}
@@ -102,9 +109,10 @@ type ctxKey struct{}
 // its id and what handlers add to its log line. It is made once per
 // request, with the status writer, by instrument.
 type reqInfo struct {
-	id    string
-	attrs []slog.Attr
-	sw    statusWriter
+	id     string
+	attrs  []slog.Attr
+	sw     statusWriter
+	caller *access.Caller // set by authenticate
 }
 
 func info(ctx context.Context) *reqInfo {

@@ -107,7 +107,14 @@ type Origin struct {
 // Spec is what a client asks a loop to do.
 type Spec struct {
 	// Origin says who asks; its zero value means POST /v1/loops.
-	Origin           Origin
+	Origin Origin
+	// Owner is the name of the API key that started the run (never the
+	// key itself); "" when the service has no keys. Only its owner may
+	// read, follow or cancel the run.
+	Owner string
+	// OnEnd, if set, is called once after the run has recorded its
+	// terminal event; not when Start returns an error.
+	OnEnd            func()
 	Messages         []sampler.Message
 	SystemPrompt     string
 	ModelSpec        string
@@ -136,6 +143,7 @@ type Snapshot struct {
 	ID            string            `json:"id"`
 	TraceID       string            `json:"traceId"`
 	Origin        Origin            `json:"origin"`
+	Owner         string            `json:"owner,omitempty"`
 	Status        string            `json:"status"`
 	Model         string            `json:"model,omitempty"`
 	Tools         []string          `json:"tools"`
@@ -235,7 +243,7 @@ func (e *Engine) start(ctx context.Context, spec Spec, onIteration func(int)) (r
 	if spec.Origin.Kind == "" {
 		spec.Origin.Kind = OriginHTTP
 	}
-	snap := &Snapshot{ID: id, TraceID: trace, Origin: spec.Origin, Status: StatusRunning, Tools: names, MaxIterations: lim.maxIterations,
+	snap := &Snapshot{ID: id, TraceID: trace, Origin: spec.Origin, Owner: spec.Owner, Status: StatusRunning, Tools: names, MaxIterations: lim.maxIterations,
 		TimeoutMs: lim.timeout.Milliseconds(), Messages: spec.Messages, CreatedAt: time.Now().UTC()}
 	b, _ := json.Marshal(snap)
 	if err := e.o.Store.Create(ctx, id, b); err != nil {
@@ -252,6 +260,9 @@ func (e *Engine) start(ctx context.Context, spec Spec, onIteration func(int)) (r
 	go func() {
 		defer close(finished)
 		defer e.wg.Done()
+		if spec.OnEnd != nil {
+			defer spec.OnEnd()
+		}
 		defer e.o.Metrics.LoopsActive.Dec()
 		defer stopClosing()
 		defer stopCtx()

@@ -37,6 +37,11 @@ type Metrics struct {
 	// MCPSampling counts the sampling requests MCP servers send sampled.
 	MCPSampling *prometheus.CounterVec // server, outcome
 
+	AccessRequests   *prometheus.CounterVec // key (access.go)
+	AccessDenied     *prometheus.CounterVec // reason
+	RateLimited      *prometheus.CounterVec // key, limit
+	SamplingInFlight prometheus.Gauge       //
+
 	samples sync.Map // sampleKey -> prometheus.Counter
 }
 
@@ -131,6 +136,7 @@ func New(reg prometheus.Registerer) *Metrics {
 			Help: "sampling/createMessage requests from MCP servers, by configured server and outcome (ok, refused, invalid, error, cancelled).",
 		}, []string{"server", "outcome"}),
 	}
+	m.initAccess(reg)
 	// Series that alerts watch with increase() exist from the start.
 	for _, method := range []string{"sampleSchema", "sampleTools", "sample"} {
 		m.ValidationRetries.WithLabelValues(method)

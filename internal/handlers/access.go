@@ -1,0 +1,131 @@
+package handlers
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/sampled/sampled/internal/access"
+	"github.com/sampled/sampled/internal/metrics"
+)
+
+// openPath reports whether a path is served without an API key: health,
+// readiness, this API's document and, unless Config.MetricsNeedKey says
+// otherwise, the metrics.
+func (s *server) openPath(path string) bool {
+	switch path {
+	case "/healthz", "/readyz", "/openapi.yaml":
+		return true
+	case "/metrics":
+		return !s.metricsNeedKey
+	}
+	return false
+}
+
+// authenticate admits the requests that carry a configured API key (every
+// request when none is configured), puts the caller in the request's
+// context and its key's name (never the key) in the log line, and takes
+// one request from the key's rate. A request without a valid key gets a
+// 401, one past the rate a 429 with Retry-After.
+func (s *server) authenticate(next http.Handler) http.Handler {
+	if s.guard == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if s.openPath(r.URL.Path) {
+			next.ServeHTTP(w, r)
+			return
+		}
+		c, err := s.guard.Authenticate(r.Header.Get("Authorization"))
+		if err != nil {
+			challenge, reason := `Bearer realm="sampled"`, metrics.DeniedNoKey
+			if errors.Is(err, access.ErrBadKey) {
+				challenge, reason = `Bearer realm="sampled", error="invalid_token"`, metrics.DeniedBadKey
+			}
+			s.metrics.AccessDenied.WithLabelValues(reason).Inc()
+			w.Header().Set("WWW-Authenticate", challenge)
+			s.writeProblem(w, r, Problem{Type: problemBase + "unauthorized", Title: "Unauthorized", Status: http.StatusUnauthorized,
+				Detail: err.Error()})
+			return
+		}
+		if ri := info(r.Context()); ri != nil {
+			ri.caller = c
+		} else {
+			r = r.WithContext(context.WithValue(r.Context(), callerKey{}, c))
+		}
+		if c.Name() != "" {
+			addLog(r.Context(), slog.String("key", c.Name()))
+		}
+		if ok, wait := s.guard.Allow(c); !ok {
+			s.tooMany(w, r, c, metrics.LimitRequests, wait, "this API key sent more requests than its rate per minute allows")
+			return
+		}
+		s.metrics.AccessRequests.WithLabelValues(keyLabel(c)).Inc()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// callerKey is the context key of the caller when a request has no reqInfo.
+type callerKey struct{}
+
+// callerOf returns the request's caller; nil when the service has no
+// access guard.
+func callerOf(ctx context.Context) *access.Caller {
+	if ri := info(ctx); ri != nil && ri.caller != nil {
+		return ri.caller
+	}
+	c, _ := ctx.Value(callerKey{}).(*access.Caller)
+	return c
+}
+
+// ownerOf is the run owner of the request's caller: its key's name, "" for
+// the anonymous caller or without a guard.
+func ownerOf(ctx context.Context) string {
+	if c := callerOf(ctx); c != nil {
+		return c.Name()
+	}
+	return ""
+}
+
+// keyed reports whether runs are owned: API keys are configured.
+func (s *server) keyed() bool { return s.guard != nil && s.guard.Enabled() }
+
+// keyLabel is the caller's key label in metrics: the configured name, or
+// metrics.AnonymousKey.
+func keyLabel(c *access.Caller) string {
+	if c == nil || c.Name() == "" {
+		return metrics.AnonymousKey
+	}
+	return c.Name()
+}
+
+// tooMany answers 429 with Retry-After and counts it under the limit
+// reached.
+func (s *server) tooMany(w http.ResponseWriter, r *http.Request, c *access.Caller, limit string, wait time.Duration, detail string) {
+	s.metrics.RateLimited.WithLabelValues(keyLabel(c), limit).Inc()
+	s.writeProblem(w, r, Problem{Type: problemBase + "rate-limited", Title: "Too many requests", Status: http.StatusTooManyRequests,
+		Detail: detail, Extensions: map[string]any{"limit": limit}, retryAfter: wait})
+}
+
+// limitSampling caps the sampling requests served at once
+// (Config.Access's InFlightSamples); one over the cap gets a 429.
+func (s *server) limitSampling(next http.Handler) http.Handler {
+	if s.guard == nil {
+		return next
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		release, ok, wait := s.guard.StartSample()
+		if !ok {
+			s.tooMany(w, r, callerOf(r.Context()), metrics.LimitInFlight, wait, "the service is serving as many sampling requests as it takes at once; try again shortly")
+			return
+		}
+		s.metrics.SamplingInFlight.Inc()
+		defer func() {
+			s.metrics.SamplingInFlight.Dec()
+			release()
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
