@@ -16,6 +16,7 @@ import (
 	"github.com/sampled/sampled/internal/config"
 	"github.com/sampled/sampled/internal/handlers"
 	"github.com/sampled/sampled/internal/loop"
+	"github.com/sampled/sampled/internal/mcpserver"
 	"github.com/sampled/sampled/internal/metrics"
 	"github.com/sampled/sampled/internal/runs"
 	"github.com/sampled/sampled/internal/runs/memory"
@@ -43,6 +44,7 @@ type App struct {
 
 	engine *loop.Engine
 	store  runs.Store
+	mcp    *mcpserver.Server
 	tools  *tools.Registry
 }
 
@@ -72,14 +74,15 @@ func New(ctx context.Context, o Options) (*App, error) {
 	for i, p := range providers {
 		providers[i] = meter(p, cat, m)
 	}
-	svc, err := sampler.New(sampler.Options{
+	sopts := sampler.Options{
 		Providers:        providers,
 		Catalog:          cat,
 		Observer:         m.Sampling(),
 		Schemas:          schemas,
 		DefaultMaxTokens: pc.Server.DefaultMaxTokens,
 		CallTimeout:      time.Duration(pc.CallTimeout),
-	})
+	}
+	svc, err := sampler.New(sopts)
 	if err != nil {
 		return nil, err
 	}
@@ -89,6 +92,13 @@ func New(ctx context.Context, o Options) (*App, error) {
 	}
 	a := &App{Catalog: cat, tools: toolReg, store: memory.New(memory.Options{})}
 	a.engine = loop.New(loop.Options{Sampler: svc, Tools: toolReg, Store: a.store, Metrics: m, Logger: o.Logger})
+	mcpSrv, err := mcpserver.New(mcpserver.Options{Sampling: sopts, Loops: a.engine, Runs: a.store, Mode: mcpserver.Mode(pc.MCPEndpoint.Sampling),
+		AllowedOrigins: pc.MCPEndpoint.AllowedOrigins, Metrics: m, Logger: o.Logger})
+	if err != nil {
+		_ = toolReg.Close()
+		return nil, fmt.Errorf("mcp server: %w", err)
+	}
+	a.mcp = mcpSrv
 	a.Handler = handlers.New(handlers.Config{
 		Sampler:      svc,
 		Metrics:      m,
@@ -99,6 +109,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 		Runs:         a.store,
 		Tools:        toolReg,
 		Ready:        func(context.Context) error { return toolReg.Ready() },
+		MCP:          mcpSrv.Handler(),
 	})
 	return a, nil
 }
@@ -109,11 +120,13 @@ func (a *App) Runs() runs.Store { return a.store }
 
 // Drain cancels the running loops and waits until each has recorded its
 // terminal event, which every event stream of the loop then writes before
-// it ends; then it closes the run store, which ends the other streams. An
+// it ends; then it ends the MCP sessions and their streams, and closes the
+// run store, which ends the other streams. An
 // http.Server's Shutdown, which waits for those streams, calls it through
 // RegisterOnShutdown. It is safe to call more than once and concurrently.
 func (a *App) Drain() {
 	a.engine.Close()
+	a.mcp.Close()
 	_ = a.store.Close()
 }
 

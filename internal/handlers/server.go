@@ -49,6 +49,8 @@ type Config struct {
 	// Heartbeat is the interval of SSE comments on idle streams, and how
 	// long a stream's write may wait for its client; 0 means 15 s.
 	Heartbeat time.Duration
+	// MCP serves /mcp (sampled as an MCP server); nil answers 404.
+	MCP http.Handler
 }
 
 // DefaultMaxBodyBytes bounds request bodies unless Config says otherwise.
@@ -67,12 +69,16 @@ type server struct {
 	tools          Tools
 	heartbeat      time.Duration
 	frames         frameCache // SSE encodings shared by event streams
+	mcp            http.Handler
 }
 
 // New returns the service's HTTP handler.
 func New(c Config) http.Handler {
 	s := &server{mux: chi.NewRouter(), sampler: c.Sampler, metrics: c.Metrics, log: c.Logger, maxBody: c.MaxBodyBytes, ready: c.Ready,
-		loops: c.Loops, runs: c.Runs, tools: c.Tools, heartbeat: c.Heartbeat}
+		loops: c.Loops, runs: c.Runs, tools: c.Tools, heartbeat: c.Heartbeat, mcp: c.MCP}
+	if s.mcp == nil {
+		s.mcp = http.HandlerFunc(s.notFound)
+	}
 	if s.heartbeat <= 0 {
 		s.heartbeat = 15 * time.Second
 	}

@@ -33,6 +33,9 @@ type Metrics struct {
 	SSESubscribers   prometheus.Gauge         //
 	SSEEvents        *prometheus.CounterVec   // event
 	MCPServerUp      *prometheus.GaugeVec     // server
+
+	MCPToolCalls    *prometheus.CounterVec   // tool, sampler, outcome (mcpserver.go)
+	MCPToolDuration *prometheus.HistogramVec // tool, sampler
 }
 
 // New creates the collectors and registers them on reg. A nil reg creates
@@ -122,6 +125,7 @@ func New(reg prometheus.Registerer) *Metrics {
 			Help: "Whether an MCP tool server is connected (1) or not (0).",
 		}, []string{"server"}),
 	}
+	m.initMCPServer()
 	// Series that alerts watch with increase() exist from the start.
 	for _, method := range []string{"sampleSchema", "sampleTools"} {
 		m.ValidationRetries.WithLabelValues(method)
@@ -131,7 +135,8 @@ func New(reg prometheus.Registerer) *Metrics {
 		reg.MustRegister(m.HTTPRequests, m.HTTPDuration, m.Samples, m.ValidationFailures,
 			m.ValidationRetries, m.ValidationExhausted, m.UpstreamRetries, m.UpstreamDuration,
 			m.Tokens, m.TokenUsage, m.GatewayOverhead, m.LoopsTotal, m.LoopsActive, m.LoopIterations,
-			m.ToolCalls, m.ToolCallDuration, m.SSESubscribers, m.SSEEvents, m.MCPServerUp)
+			m.ToolCalls, m.ToolCallDuration, m.SSESubscribers, m.SSEEvents, m.MCPServerUp,
+			m.MCPToolCalls, m.MCPToolDuration)
 	}
 	return m
 }
