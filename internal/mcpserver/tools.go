@@ -16,7 +16,9 @@ type js = map[string]any
 
 func str(desc string) js { return js{"type": "string", "description": desc} }
 
-func strs(desc string) js { return js{"type": "array", "items": js{"type": "string"}, "description": desc} }
+func strs(desc string) js {
+	return js{"type": "array", "items": js{"type": "string"}, "description": desc}
+}
 
 func enum(values []string) js { return js{"type": "string", "enum": values} }
 
@@ -362,7 +364,9 @@ func (s *Server) generate() tool {
 				}
 			case formatCode:
 				j.system += " Answer with the code only, without a Markdown fence."
-				j.result = func(_ json.RawMessage, text string) (any, error) { return js{"content": unfence(text), "format": format}, nil }
+				j.result = func(_ json.RawMessage, text string) (any, error) {
+					return js{"content": unfence(text), "format": format}, nil
+				}
 			case formatMarkdown:
 				j.system += " Use Markdown."
 				fallthrough
