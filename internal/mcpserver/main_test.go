@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/prometheus/client_golang/prometheus"
@@ -179,3 +180,6 @@ func (s *sampled) toolCalls(t *testing.T, tool, by, outcome string) float64 {
 	}
 	return 0
 }
+
+// pollEvery is the interval of polls for what only a poll can see.
+const pollEvery = 5 * time.Millisecond
