@@ -160,22 +160,32 @@ func post(t *testing.T, url string, header map[string]string) int {
 // toolCalls reads sampled_mcp_tool_calls_total for one series.
 func (s *sampled) toolCalls(t *testing.T, tool, by, outcome string) float64 {
 	t.Helper()
+	return s.metric(t, "sampled_mcp_tool_calls_total", map[string]string{"tool": tool, "sampler": by, "outcome": outcome})
+}
+
+// metric reads the counter of the series with these labels (0 if absent).
+func (s *sampled) metric(t *testing.T, name string, want map[string]string) float64 {
+	t.Helper()
 	families, err := s.reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range families {
-		if f.GetName() != "sampled_mcp_tool_calls_total" {
+		if f.GetName() != name {
 			continue
 		}
+	series:
 		for _, m := range f.GetMetric() {
 			labels := map[string]string{}
 			for _, l := range m.GetLabel() {
 				labels[l.GetName()] = l.GetValue()
 			}
-			if labels["tool"] == tool && labels["sampler"] == by && labels["outcome"] == outcome {
-				return m.GetCounter().GetValue()
+			for k, v := range want {
+				if labels[k] != v {
+					continue series
+				}
 			}
+			return m.GetCounter().GetValue()
 		}
 	}
 	return 0
