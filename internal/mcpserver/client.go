@@ -1,5 +1,7 @@
 package mcpserver
 
+//lint:file-ignore SA1019 MCP sampling, deprecated by the 2026-07-28 revision, is what this file is about; it works on 2025-11-25 sessions, the only ones /mcp keeps.
+
 import (
 	"context"
 	"encoding/json"
@@ -92,4 +94,21 @@ func responseOf(res *mcp.CreateMessageWithToolsResult) (*sampler.Response, error
 		return nil, &sampler.UpstreamError{Provider: clientProvider, Message: "the client's result is not a CreateMessageResult: " + err.Error(), Err: err}
 	}
 	return &sampler.Response{Model: r.Model, Content: r.Content, StopReason: r.StopReason}, nil
+}
+
+// clientCanSample reports whether the client of ss can be asked to sample,
+// and if not, why.
+func clientCanSample(ss *mcp.ServerSession, needsTools bool) (bool, string) {
+	p := ss.InitializeParams()
+	switch {
+	case p == nil || p.Capabilities == nil || p.Capabilities.Sampling == nil:
+		return false, "the client did not declare the sampling capability"
+	case needsTools && p.Capabilities.Sampling.Tools == nil:
+		return false, "the client did not declare sampling with tools (capabilities.sampling.tools)"
+	case p.ProtocolVersion >= "2026-07-28":
+		// Servers on 2026-07-28 may not send sampling/createMessage as a
+		// request of their own.
+		return false, "protocol version " + p.ProtocolVersion + " has no server-initiated sampling requests"
+	}
+	return true, ""
 }

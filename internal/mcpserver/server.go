@@ -289,23 +289,6 @@ func (s *Server) who(ss *mcp.ServerSession, needsTools bool) (string, error) {
 	return byService, nil
 }
 
-// clientCanSample reports whether the client of ss can be asked to sample,
-// and if not, why.
-func clientCanSample(ss *mcp.ServerSession, needsTools bool) (bool, string) {
-	p := ss.InitializeParams()
-	switch {
-	case p == nil || p.Capabilities == nil || p.Capabilities.Sampling == nil:
-		return false, "the client did not declare the sampling capability"
-	case needsTools && p.Capabilities.Sampling.Tools == nil:
-		return false, "the client did not declare sampling with tools (capabilities.sampling.tools)"
-	case p.ProtocolVersion >= "2026-07-28":
-		// Servers on 2026-07-28 may not send sampling/createMessage as a
-		// request of their own.
-		return false, "protocol version " + p.ProtocolVersion + " has no server-initiated sampling requests"
-	}
-	return true, ""
-}
-
 // sampler returns the sampling service of the call: the client's or
 // sampled's, observed for progress. meta is the _meta of the client's
 // sampling requests.
