@@ -199,3 +199,22 @@ func TestDelegateToTheClientTimesOut(t *testing.T) {
 		t.Errorf("result %v, want a timeout", out)
 	}
 }
+
+// TestDelegateNeedsSamplingWithTools: a client that samples without tools
+// does not run agent_delegate's loop: sampled does (auto), or the call is
+// refused (client).
+func TestDelegateNeedsSamplingWithTools(t *testing.T) {
+	plain := &mcp.ClientOptions{CreateMessageHandler: func(context.Context, *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+		return &mcp.CreateMessageResult{Model: "m", Role: "assistant", Content: &mcp.TextContent{Text: "client"}}, nil
+	}}
+	s := start(t, map[string]string{}, "")
+	out := structured(t, callTool(t, connect(t, s.url, plain), "agent_delegate", map[string]any{"goal": "calculate 1+1"}))
+	if out["runId"] == nil || out["result"] == "client" {
+		t.Errorf("auto: %v, want sampled's loop", out)
+	}
+	s = start(t, map[string]string{"SAMPLED_MCP_SAMPLING": "client"}, "")
+	res := callTool(t, connect(t, s.url, plain), "agent_delegate", map[string]any{"goal": "calculate 1+1"})
+	if !res.IsError || !strings.Contains(text(res), "sampling with tools") {
+		t.Errorf("client: isError %v, %q; want a refusal", res.IsError, text(res))
+	}
+}
