@@ -1,7 +1,8 @@
 // Package mcpserver is sampled as an MCP server: a go-sdk mcp.Server over
 // streamable HTTP, mounted at /mcp, offering the agent tools (agent_decide,
 // agent_analyze, agent_extract, agent_classify, agent_summarize,
-// agent_generate, agent_compare and agent_delegate). Each tool is one
+// agent_generate, agent_compare and agent_delegate, and sample, MCP's
+// sampling/createMessage as a tool). Each tool is one
 // sampling request — a tool loop for agent_delegate — run by the connected
 // client through sampling/createMessage when it can sample, or by sampled's
 // own providers and loop engine otherwise (Mode). Answers with a shape go

@@ -118,7 +118,7 @@ const systemPrefix = "You are a careful assistant answering one request of a pro
 
 // tools returns the agent tools.
 func (s *Server) tools() []tool {
-	return []tool{s.decide(), s.analyze(), s.extract(), s.classify(), s.summarize(), s.generate(), s.compare(), s.delegate()}
+	return []tool{s.decide(), s.analyze(), s.extract(), s.classify(), s.summarize(), s.generate(), s.compare(), s.delegate(), s.sample()}
 }
 
 func (s *Server) decide() tool {

@@ -11,7 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-var agentTools = []string{"agent_analyze", "agent_classify", "agent_compare", "agent_decide", "agent_delegate", "agent_extract", "agent_generate", "agent_summarize"}
+var agentTools = []string{"agent_analyze", "agent_classify", "agent_compare", "agent_decide", "agent_delegate", "agent_extract", "agent_generate", "agent_summarize", "sample"}
 
 func TestToolsList(t *testing.T) {
 	s := start(t, map[string]string{}, "")
@@ -211,5 +211,40 @@ func TestServiceExhaustionIsAToolError(t *testing.T) {
 	}
 	if got := s.toolCalls(t, "agent_summarize", "service", "exhausted"); got != 1 {
 		t.Errorf("exhausted calls counted %v, want 1", got)
+	}
+}
+
+// TestSampleTool: sampling/createMessage as a tool, on sampled's providers.
+func TestSampleTool(t *testing.T) {
+	s := start(t, map[string]string{}, "")
+	cs := connect(t, s.url, nil)
+	list, err := cs.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var output any
+	for _, tl := range list.Tools {
+		if tl.Name == "sample" {
+			output = tl.OutputSchema
+		}
+	}
+	out := structured(t, callTool(t, cs, "sample", map[string]any{"maxTokens": 50,
+		"messages": []any{map[string]any{"role": "user", "content": map[string]any{"type": "text", "text": "Hello"}}}}))
+	validate(t, output, out)
+	block, _ := out["content"].(map[string]any)
+	if out["role"] != "assistant" || block["type"] != "text" || !strings.Contains(block["text"].(string), "Hello") {
+		t.Errorf("result %v", out)
+	}
+	out = structured(t, callTool(t, cs, "sample", map[string]any{"maxTokens": 50, "toolChoice": map[string]any{"mode": "required"},
+		"messages": []any{map[string]any{"role": "user", "content": map[string]any{"type": "text", "text": "weather in Paris"}}},
+		"tools":    []any{map[string]any{"name": "get_weather", "inputSchema": map[string]any{"type": "object", "properties": map[string]any{"city": map[string]any{"type": "string"}}}}}}))
+	validate(t, output, out)
+	if block, _ := out["content"].(map[string]any); block["type"] != "tool_use" || out["stopReason"] != "toolUse" {
+		t.Errorf("result %v, want a tool_use", out)
+	}
+	res := callTool(t, cs, "sample", map[string]any{"maxTokens": 50, "messages": []any{
+		map[string]any{"role": "user", "content": map[string]any{"type": "tool_result", "toolUseId": "x", "content": []any{}}}}})
+	if !res.IsError || !strings.Contains(text(res), "/messages/0") {
+		t.Errorf("isError %v, %q; want an error naming /messages/0", res.IsError, text(res))
 	}
 }
