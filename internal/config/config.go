@@ -72,7 +72,7 @@ type MCPEndpoint struct {
 	AllowedOrigins []string `yaml:"allowedOrigins"`
 }
 
-// check validates the block; at names its place for errors.
+// check validates the block; errors name the member.
 func (m *MCPEndpoint) check() error {
 	switch m.Sampling {
 	case MCPSamplingAuto, MCPSamplingClient, MCPSamplingService:

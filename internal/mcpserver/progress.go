@@ -51,12 +51,14 @@ type observer struct {
 	progress *progress
 }
 
+// UpstreamRetry implements sampler.Observer.
 func (o observer) UpstreamRetry(provider, reason string) {
 	if o.base != nil {
 		o.base.UpstreamRetry(provider, reason)
 	}
 }
 
+// AnswerInvalid implements sampler.Observer; a corrective retry is progress.
 func (o observer) AnswerInvalid(method, kind string, retried bool) {
 	if o.base != nil {
 		o.base.AnswerInvalid(method, kind, retried)
@@ -66,12 +68,14 @@ func (o observer) AnswerInvalid(method, kind string, retried bool) {
 	}
 }
 
+// Exhausted implements sampler.Observer.
 func (o observer) Exhausted(method string) {
 	if o.base != nil {
 		o.base.Exhausted(method)
 	}
 }
 
+// Overhead implements sampler.Observer.
 func (o observer) Overhead(d time.Duration) {
 	if o.base != nil {
 		o.base.Overhead(d)
