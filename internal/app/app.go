@@ -19,6 +19,7 @@ import (
 	"github.com/sampled/sampled/internal/handlers"
 	"github.com/sampled/sampled/internal/host"
 	"github.com/sampled/sampled/internal/loop"
+	"github.com/sampled/sampled/internal/mcpserver"
 	"github.com/sampled/sampled/internal/metrics"
 	"github.com/sampled/sampled/internal/runs"
 	"github.com/sampled/sampled/internal/sampler"
@@ -45,6 +46,7 @@ type App struct {
 
 	engine *loop.Engine
 	store  runs.Store
+	mcp    *mcpserver.Server
 	tools  *tools.Registry
 	// closeStore releases what the store used (a Redis client) after it
 	// closed.
@@ -77,7 +79,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 	for i, p := range providers {
 		providers[i] = meter(p, cat, m)
 	}
-	svc, err := sampler.New(sampler.Options{
+	sopts := sampler.Options{
 		Providers:        providers,
 		Catalog:          cat,
 		Observer:         m.Sampling(),
@@ -85,7 +87,8 @@ func New(ctx context.Context, o Options) (*App, error) {
 		DefaultMaxTokens: pc.Server.DefaultMaxTokens,
 		CallTimeout:      time.Duration(pc.CallTimeout),
 		RequestTimeout:   time.Duration(pc.RequestTimeout),
-	})
+	}
+	svc, err := sampler.New(sopts)
 	if err != nil {
 		return nil, err
 	}
@@ -110,6 +113,13 @@ func New(ctx context.Context, o Options) (*App, error) {
 	a.engine = loop.New(loop.Options{Sampler: svc, Tools: toolReg, Store: a.store, Metrics: m, Logger: o.Logger})
 	samplingHost.set(host.New(host.Options{Sampler: svc, Catalog: cat, Loops: a.engine, Tools: toolReg,
 		Servers: pc.MCPServers, Metrics: m, Logger: o.Logger}))
+	mcpSrv, err := mcpserver.New(mcpserver.Options{Sampling: sopts, Loops: a.engine, Runs: a.store, Mode: mcpserver.Mode(pc.MCPEndpoint.Sampling),
+		AllowedOrigins: pc.MCPEndpoint.AllowedOrigins, Metrics: m, Logger: o.Logger})
+	if err != nil {
+		_ = toolReg.Close()
+		return nil, fmt.Errorf("mcp server: %w", err)
+	}
+	a.mcp = mcpSrv
 	a.Handler = handlers.New(handlers.Config{
 		Sampler:      svc,
 		Metrics:      m,
@@ -127,6 +137,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 		},
 		Access:         guard,
 		MetricsNeedKey: pc.MetricsNeedKey,
+		MCP:            mcpSrv.Handler(),
 	})
 	return a, nil
 }
@@ -170,11 +181,13 @@ func (a *App) Runs() runs.Store { return a.store }
 
 // Drain cancels the running loops and waits until each has recorded its
 // terminal event, which every event stream of the loop then writes before
-// it ends; then it closes the run store, which ends the other streams. An
+// it ends; then it ends the MCP sessions and their streams, and closes the
+// run store, which ends the other streams. An
 // http.Server's Shutdown, which waits for those streams, calls it through
 // RegisterOnShutdown. It is safe to call more than once and concurrently.
 func (a *App) Drain() {
 	a.engine.Close()
+	a.mcp.Close()
 	_ = a.store.Close()
 }
 

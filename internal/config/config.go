@@ -1,6 +1,7 @@
 // Package config reads sampled's configuration, and is the one reader of
 // its environment: the server settings (SAMPLED_ADDR, SAMPLED_LOG_FORMAT,
-// SAMPLED_MAX_BODY_BYTES, SAMPLED_MAX_TOKENS, SAMPLED_CALL_TIMEOUT) and
+// SAMPLED_MAX_BODY_BYTES, SAMPLED_MAX_TOKENS, SAMPLED_CALL_TIMEOUT,
+// SAMPLED_MCP_SAMPLING) and
 // which providers and models sampled serves, from the SAMPLING_* variables
 // for one provider or from a YAML file named by SAMPLED_CONFIG for several.
 // API keys are read from the environment or from files, never from the
@@ -60,6 +61,8 @@ type Config struct {
 	// MetricsNeedKey puts GET /metrics behind the API keys; by default it
 	// stays open to the scraper, like /healthz and /readyz.
 	MetricsNeedKey bool `yaml:"metricsNeedKey"`
+	// MCPEndpoint configures sampled's own MCP server at /mcp.
+	MCPEndpoint MCPEndpoint `yaml:"mcpServer"`
 }
 
 // Redis is where runs are kept when several replicas share them.
@@ -134,6 +137,45 @@ func (l Limits) WithDefaults() Limits {
 		l.InFlightSamples = DefaultInFlightSamples
 	}
 	return l
+}
+
+
+// Who samples for the tools of sampled's MCP server (MCPEndpoint.Sampling).
+const (
+	// MCPSamplingAuto: the connected client when it declared the sampling
+	// capability, else sampled's own providers.
+	MCPSamplingAuto = "auto"
+	// MCPSamplingClient: always the client; a client without the sampling
+	// capability gets tool errors.
+	MCPSamplingClient = "client"
+	// MCPSamplingService: always sampled's own providers and loop engine.
+	MCPSamplingService = "service"
+)
+
+// MCPEndpoint is the mcpServer block: sampled as an MCP server.
+type MCPEndpoint struct {
+	// Sampling is auto (set by Load when unset), client or service;
+	// SAMPLED_MCP_SAMPLING overrides it.
+	Sampling string `yaml:"sampling"`
+	// AllowedOrigins are the browser origins (scheme://host[:port]) that
+	// may call /mcp, besides loopback ones, which are always allowed.
+	AllowedOrigins []string `yaml:"allowedOrigins"`
+}
+
+// check validates the block; errors name the member.
+func (m *MCPEndpoint) check() error {
+	switch m.Sampling {
+	case MCPSamplingAuto, MCPSamplingClient, MCPSamplingService:
+	default:
+		return fmt.Errorf("mcpServer.sampling (SAMPLED_MCP_SAMPLING): want auto, client or service, got %q", m.Sampling)
+	}
+	for i, o := range m.AllowedOrigins {
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+			return fmt.Errorf("mcpServer.allowedOrigins[%d]: want an origin such as https://app.example.com, got %q", i, o)
+		}
+	}
+	return nil
 }
 
 // Server is the HTTP server's settings. Zero values mean the defaults of
@@ -361,6 +403,15 @@ func Load(getenv func(string) string, readFile func(string) ([]byte, error)) (*C
 		c.Redis.URL = Secret(v)
 	}
 	if err := c.Redis.check(); err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	if v := getenv("SAMPLED_MCP_SAMPLING"); v != "" {
+		c.MCPEndpoint.Sampling = v
+	}
+	if c.MCPEndpoint.Sampling == "" {
+		c.MCPEndpoint.Sampling = MCPSamplingAuto
+	}
+	if err := c.MCPEndpoint.check(); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 	if err := c.resolve(getenv, readFile); err != nil {

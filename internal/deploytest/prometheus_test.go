@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sampled/sampled/internal/app"
@@ -244,6 +245,16 @@ func drive(t *testing.T, base string) {
 		if !done {
 			t.Fatal("the loop stream ended without loop.completed")
 		}
+	}
+	// An agent tool of the MCP server at /mcp.
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "deploytest", Version: "1"}, nil).
+		Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	if _, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "agent_decide", Arguments: map[string]any{"question": "Ship it?"}}); err != nil {
+		t.Fatal(err)
 	}
 }
 

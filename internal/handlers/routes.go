@@ -28,5 +28,9 @@ func (s *server) routes() http.Handler {
 	r.Get("/v1/loops/{id}", s.handleGetLoop)
 	r.Delete("/v1/loops/{id}", s.handleCancelLoop)
 	r.Get("/v1/loops/{id}/events", s.handleLoopEvents)
+
+	r.Method(http.MethodGet, "/mcp", s.mcp) // the MCP server's streamable HTTP transport
+	r.Method(http.MethodPost, "/mcp", s.mcp)
+	r.Method(http.MethodDelete, "/mcp", s.mcp)
 	return r
 }

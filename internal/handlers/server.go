@@ -55,6 +55,8 @@ type Config struct {
 	// limits. MetricsNeedKey puts GET /metrics behind the keys.
 	Access         *access.Guard
 	MetricsNeedKey bool
+	// MCP serves /mcp (sampled as an MCP server); nil answers 404.
+	MCP http.Handler
 }
 
 // DefaultMaxBodyBytes bounds request bodies unless Config says otherwise.
@@ -76,12 +78,17 @@ type server struct {
 	frames         frameCache // SSE encodings shared by event streams
 	guard          *access.Guard
 	metricsNeedKey bool
+	mcp            http.Handler
 }
 
 // New returns the service's HTTP handler.
 func New(c Config) http.Handler {
 	s := &server{mux: chi.NewRouter(), sampler: c.Sampler, metrics: c.Metrics, log: c.Logger, maxBody: c.MaxBodyBytes, ready: c.Ready,
-		loops: c.Loops, runs: c.Runs, tools: c.Tools, heartbeat: c.Heartbeat, guard: c.Access, metricsNeedKey: c.MetricsNeedKey}
+		loops: c.Loops, runs: c.Runs, tools: c.Tools, heartbeat: c.Heartbeat, guard: c.Access, metricsNeedKey: c.MetricsNeedKey,
+		mcp: c.MCP}
+	if s.mcp == nil {
+		s.mcp = http.HandlerFunc(s.notFound)
+	}
 	if s.heartbeat <= 0 {
 		s.heartbeat = 15 * time.Second
 	}

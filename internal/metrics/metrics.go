@@ -43,6 +43,9 @@ type Metrics struct {
 	SamplingInFlight prometheus.Gauge       //
 
 	samples sync.Map // sampleKey -> prometheus.Counter
+
+	MCPToolCalls    *prometheus.CounterVec   // tool, sampler, outcome (mcpserver.go)
+	MCPToolDuration *prometheus.HistogramVec // tool, sampler
 }
 
 // New creates the collectors and registers them on reg. A nil reg creates
@@ -137,6 +140,7 @@ func New(reg prometheus.Registerer) *Metrics {
 		}, []string{"server", "outcome"}),
 	}
 	m.initAccess(reg)
+	m.initMCPServer()
 	// Series that alerts watch with increase() exist from the start.
 	for _, method := range []string{"sampleSchema", "sampleTools", "sample"} {
 		m.ValidationRetries.WithLabelValues(method)
@@ -146,7 +150,8 @@ func New(reg prometheus.Registerer) *Metrics {
 		reg.MustRegister(m.HTTPRequests, m.HTTPDuration, m.Samples, m.ValidationFailures,
 			m.ValidationRetries, m.ValidationExhausted, m.UpstreamRetries, m.UpstreamDuration,
 			m.Tokens, m.TokenUsage, m.GatewayOverhead, m.LoopsTotal, m.LoopsActive, m.LoopIterations,
-			m.ToolCalls, m.ToolCallDuration, m.SSESubscribers, m.SSEEvents, m.MCPServerUp, m.MCPSampling)
+			m.ToolCalls, m.ToolCallDuration, m.SSESubscribers, m.SSEEvents, m.MCPServerUp, m.MCPSampling,
+			m.MCPToolCalls, m.MCPToolDuration)
 	}
 	return m
 }
