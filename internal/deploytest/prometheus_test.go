@@ -248,7 +248,8 @@ func drive(t *testing.T, base string) {
 	}
 	// An agent tool of the MCP server at /mcp.
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "deploytest", Version: "1"}, nil).
-		Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: base + "/mcp"}, nil)
+		Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: base + "/mcp",
+			HTTPClient: &http.Client{Transport: bearer{loadKey, http.DefaultTransport}}}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -459,4 +460,16 @@ func freeAddr(t *testing.T) string {
 	}
 	defer ln.Close()
 	return ln.Addr().String()
+}
+
+// bearer is a RoundTripper that sends an API key with every request.
+type bearer struct {
+	key  string
+	next http.RoundTripper
+}
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.key)
+	return b.next.RoundTrip(r)
 }
