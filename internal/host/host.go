@@ -214,6 +214,13 @@ func (h *Host) createMessage(ctx context.Context, req *tools.SamplingRequest) (*
 	}
 	if req.Progress != nil {
 		req.Progress(ctx, 0, "sampling with "+p.ModelSpec)
+		p.OnRetry = func(attempt int, errs []sampler.FieldError) {
+			msg := fmt.Sprintf("corrective retry: attempt %d", attempt)
+			if len(errs) > 0 {
+				msg += " (" + errs[0].Path + ": " + errs[0].Message + ")"
+			}
+			req.Progress(ctx, float64(attempt-1), msg)
+		}
 	}
 	res, err := h.o.Sampler.Sample(ctx, p)
 	outcome, modelID := sampler.Outcome(ctx, res, err)

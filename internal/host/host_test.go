@@ -180,3 +180,18 @@ func TestInvalidParams(t *testing.T) {
 		})
 	}
 }
+
+// TestRetryProgress: a request whose answer needs a corrective retry reports
+// the retry as progress, after the start of the sampling.
+func TestRetryProgress(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, map[string]config.MCPServer{"peer": stdioPeer(t, "", config.Sampling{Models: []string{"offline/flaky"}})}, stackOptions{})
+	out := s.sample(t, "peer", "push", `{"messages":[{"role":"user","content":{"type":"text","text":"Weather in Paris?"}}],"maxTokens":200,
+		"tools":[{"name":"get_weather","inputSchema":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}],
+		"toolChoice":{"mode":"required"},"_meta":{"progressToken":"r1"}}`)
+	checkResult(t, out)
+	seen := s.progressSeen(t, "peer", "r1")
+	if len(seen) != 2 || seen[0] != "sampling with offline/flaky" || !strings.HasPrefix(seen[1], "corrective retry: attempt 2 (/toolCalls") {
+		t.Errorf("progress the server saw: %q; want the start, then the retry naming what it corrects", seen)
+	}
+}

@@ -113,6 +113,10 @@ type Params struct {
 	// Retries bounds the corrective retries of a guaranteed helper, and of
 	// Sample in tools mode; nil means the default (2).
 	Retries *int
+	// OnRetry, if set, is called before each corrective retry with the
+	// attempt about to be made (from 2) and the errors it corrects: a
+	// caller that reports progress reports retries too.
+	OnRetry func(attempt int, errs []FieldError)
 	// LenientToolCalls turns off Sample's checks of a tools-mode answer
 	// (toolChoice kept, tools declared, arguments valid), for a caller that
 	// handles such answers itself: the loop engine answers a bad call with

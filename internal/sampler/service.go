@@ -224,6 +224,9 @@ func (s *Service) guaranteed(ctx context.Context, p *Params, method string) (*Re
 		s.observe.AnswerInvalid(method, kind, a < attempts)
 		if a < attempts {
 			req.Messages = append(req.Messages, correction(res, errs, method, kind)...)
+			if p.OnRetry != nil {
+				p.OnRetry(a+1, errs)
+			}
 		}
 	}
 	s.observe.Exhausted(method)
