@@ -139,7 +139,6 @@ func (l Limits) WithDefaults() Limits {
 	return l
 }
 
-
 // Who samples for the tools of sampled's MCP server (MCPEndpoint.Sampling).
 const (
 	// MCPSamplingAuto: the connected client when it declared the sampling
