@@ -28,11 +28,15 @@ import (
 // client.
 const faultKey = "sk-fault-0123456789-SECRET"
 
-// Timeouts of the matrix, short so that it runs in seconds.
+// Timeouts of the matrix. The scenarios of a slow upstream get short ones,
+// so that the matrix runs in seconds; the others get loose ones, which a
+// busy machine does not reach, so that no scenario but those times out.
+// The request's deadline leaves room for the fallback after three attempts.
 const (
-	faultHeaderTimeout  = 800 * time.Millisecond
-	faultCallTimeout    = 1200 * time.Millisecond
-	faultRequestTimeout = 6 * time.Second
+	faultHeaderTimeout  = 500 * time.Millisecond
+	faultCallTimeout    = 1 * time.Second
+	looseTimeout        = 10 * time.Second
+	faultRequestTimeout = 20 * time.Second
 	// faultSlack is added to every expected upper bound: a busy two-core
 	// machine running -race.
 	faultSlack = 4 * time.Second
@@ -202,8 +206,10 @@ type faultCase struct {
 	// atLeast and within bound the request's duration; within gets
 	// faultSlack on top.
 	atLeast, within time.Duration
-	// callTimeout, when set, replaces faultCallTimeout.
-	callTimeout time.Duration
+	// slow marks the scenarios of a slow upstream: they run with
+	// faultHeaderTimeout and faultCallTimeout, the others with
+	// looseTimeout.
+	slow bool
 }
 
 func faultCases(t *testing.T) []faultCase {
@@ -256,9 +262,9 @@ func faultCases(t *testing.T) []faultCase {
 		{name: "answer is a JSON error object with status 200", fault: answer(200, nil, func(w wire) string { return w.errBody("api_error", "model is loading, try later") }),
 			status: 502, problem: "upstream-error", retries: map[string]float64{}, detail: "model is loading, try later"},
 		{name: "no headers within responseHeaderTimeout", fault: func(f *fake, _ wire, _ http.ResponseWriter, r *http.Request, _ int) { f.hold(r) },
-			status: 504, problem: "upstream-timeout", retries: map[string]float64{"timeout": 2}, fallback: true, within: 3*faultHeaderTimeout + backoff},
+			status: 504, problem: "upstream-timeout", retries: map[string]float64{"timeout": 2}, fallback: true, within: 3*faultHeaderTimeout + backoff, slow: true},
 		{name: "headers, then nothing until callTimeout", fault: headersAnd(func(f *fake, _ wire, _ http.ResponseWriter, r *http.Request) { f.hold(r) }),
-			status: 504, problem: "upstream-timeout", retries: map[string]float64{"timeout": 2}, fallback: true, within: 3*faultCallTimeout + backoff},
+			status: 504, problem: "upstream-timeout", retries: map[string]float64{"timeout": 2}, fallback: true, within: 3*faultCallTimeout + backoff, slow: true},
 		{name: "answer trickling in past callTimeout", fault: headersAnd(func(f *fake, w wire, rw http.ResponseWriter, r *http.Request) {
 			tick := time.NewTicker(faultCallTimeout / 10)
 			defer tick.Stop()
@@ -275,7 +281,7 @@ func faultCases(t *testing.T) []faultCase {
 					_ = rc.Flush()
 				}
 			}
-		}), status: 504, problem: "upstream-timeout", retries: map[string]float64{"timeout": 2}, fallback: true, within: 3*faultCallTimeout + backoff},
+		}), status: 504, problem: "upstream-timeout", retries: map[string]float64{"timeout": 2}, fallback: true, within: 3*faultCallTimeout + backoff, slow: true},
 		{name: "answer over 16 MiB announced by its Content-Length", fault: func(_ *fake, w wire, rw http.ResponseWriter, _ *http.Request, _ int) {
 			rw.Header().Set("Content-Type", "application/json")
 			rw.Header().Set("Content-Length", fmt.Sprint(sampler.MaxReplyBytes+1))
@@ -283,9 +289,7 @@ func faultCases(t *testing.T) []faultCase {
 			// The client reads none of it: the start is enough to tell.
 			_, _ = io.WriteString(rw, w.hugePrefix)
 		}, status: 502, problem: "upstream-error", retries: map[string]float64{}, detail: "16 MiB"},
-		// Reading 16 MiB takes its time under -race on two busy cores:
-		// the call timeout is not what this checks.
-		{name: "answer over 16 MiB streamed", callTimeout: faultRequestTimeout, fault: headersAnd(func(_ *fake, w wire, rw http.ResponseWriter, _ *http.Request) {
+		{name: "answer over 16 MiB streamed", fault: headersAnd(func(_ *fake, w wire, rw http.ResponseWriter, _ *http.Request) {
 			bw := bufio.NewWriterSize(rw, 64<<10)
 			_, _ = bw.WriteString(w.hugePrefix)
 			chunk := strings.Repeat("a", 64<<10)
@@ -296,7 +300,7 @@ func faultCases(t *testing.T) []faultCase {
 			}
 			_, _ = bw.WriteString(w.hugeSuffix)
 			_ = bw.Flush()
-		}), status: 502, problem: "upstream-error", retries: map[string]float64{}, detail: "16 MiB", within: faultRequestTimeout},
+		}), status: 502, problem: "upstream-error", retries: map[string]float64{}, detail: "16 MiB", within: looseTimeout},
 	}
 }
 
@@ -341,9 +345,9 @@ func runFault(t *testing.T, wr wire, fc faultCase) {
 		f := newFake(t, wr, fc.fault)
 		return wr.base(f.srv.URL), f
 	}
-	callTimeout := faultCallTimeout
-	if fc.callTimeout > 0 {
-		callTimeout = fc.callTimeout
+	callTimeout, headerTimeout := looseTimeout, looseTimeout
+	if fc.slow {
+		callTimeout, headerTimeout = faultCallTimeout, faultHeaderTimeout
 	}
 	upURL, upFake := endpoint()
 	backedURL, backedFake := endpoint()
@@ -361,7 +365,7 @@ providers:
     endpoint: %[6]s
     apiKeyEnv: FAULT_KEY
     models: [{name: m, fallbacks: [offline/default]}]
-`, callTimeout, faultRequestTimeout, faultHeaderTimeout, wr.typ, upURL, backedURL)
+`, callTimeout, faultRequestTimeout, headerTimeout, wr.typ, upURL, backedURL)
 	env := map[string]string{"SAMPLED_CONFIG": "faults.yaml", "FAULT_KEY": faultKey}
 	cfg, err := config.Load(func(k string) string { return env[k] }, func(string) ([]byte, error) { return []byte(yaml), nil })
 	if err != nil {
@@ -439,6 +443,8 @@ providers:
 	}
 	o := up
 	if o.err == nil {
+		// What the operator sees, for go test -v.
+		t.Logf("up/m: %d %s in %s: %s", o.status, o.problem, o.took.Round(time.Millisecond), o.detail)
 		if o.status != fc.status || o.problem != fc.problem {
 			t.Errorf("up/m: got %d %q, want %d %q; body %s", o.status, o.problem, fc.status, fc.problem, o.body)
 		}
