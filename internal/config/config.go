@@ -462,11 +462,20 @@ func fromEnv(getenv func(string) string) (*Config, error) {
 	return c, c.check()
 }
 
+// maxYAMLErrors is the most decoding errors of a file reported.
+const maxYAMLErrors = 5
+
 func parse(b []byte) (*Config, error) {
 	var c Config
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
 	if err := dec.Decode(&c); err != nil {
+		// The decoder reports every repeated key against each earlier
+		// one: n repeats make n²/2 lines. The first few tell what is wrong.
+		var te *yaml.TypeError
+		if errors.As(err, &te) && len(te.Errors) > maxYAMLErrors {
+			te.Errors = append(te.Errors[:maxYAMLErrors:maxYAMLErrors], fmt.Sprintf("and %d more", len(te.Errors)-maxYAMLErrors))
+		}
 		return nil, errors.New(strings.TrimPrefix(err.Error(), "yaml: "))
 	}
 	hasOffline := false

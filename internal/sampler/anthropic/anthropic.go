@@ -119,9 +119,16 @@ func (p *Provider) Sample(ctx context.Context, req *sampler.Request) (*sampler.R
 	if err != nil {
 		return nil, err
 	}
-	msg, err := p.messages.New(ctx, params)
+	// The reply, kept by the SDK even when its body fails, gives the
+	// status of an answer that could not be read or decoded.
+	var reply *http.Response
+	msg, err := p.messages.New(ctx, params, option.WithResponseInto(&reply))
 	if err != nil {
-		return nil, p.upstreamError(err)
+		return nil, p.upstreamError(err, reply)
+	}
+	if msg.Type == "error" {
+		// A success status whose body is an error object.
+		return nil, p.errorObject(msg.RawJSON(), reply)
 	}
 	return response(msg, trick), nil
 }

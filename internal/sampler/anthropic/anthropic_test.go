@@ -419,7 +419,9 @@ func TestSampleUpstreamErrors(t *testing.T) {
 		{
 			name:  "malformed_success",
 			reply: reply{body: `{"id": "msg_1", "content": [`},
-			want:  upstreamView{Provider: "anthropic", Message: "malformed response", Retryable: true, Reason: "connection"},
+			// An answer came, with its status: not a connection failure,
+			// and not retried, as with the other adapters.
+			want: upstreamView{Provider: "anthropic", Status: 200, Message: "malformed response", Retryable: false, Reason: "client_error"},
 		},
 	}
 	for _, tt := range tests {

@@ -36,8 +36,11 @@ func (e *apiError) Error() string {
 }
 
 // upstreamError turns any failure of a call into a *sampler.UpstreamError.
-// A cancelled call keeps context.Canceled in its chain.
-func (p *Provider) upstreamError(err error) error {
+// A cancelled call keeps context.Canceled in its chain. reply is the
+// response the call got, nil when none: an answer that came but could not
+// be decoded, or was too large, carries its status (and is not retried as
+// a connection failure would be).
+func (p *Provider) upstreamError(err error, reply *http.Response) error {
 	ue := &sampler.UpstreamError{Provider: p.name}
 	var ae *sdk.Error
 	var ne net.Error
@@ -65,10 +68,15 @@ func (p *Provider) upstreamError(err error) error {
 		strings.Contains(err.Error(), "timeout awaiting response headers"):
 		ue.Timeout = true
 		ue.Message = "no answer in time"
+	case errors.Is(err, sampler.ErrReplyTooLarge):
+		ue.Message = sampler.ErrReplyTooLarge.Error()
+		ue.Status = statusOf(reply)
 	case errors.As(err, &syn), errors.As(err, &typ),
-		// The SDK's wording for a body it read but could not decode.
-		strings.HasPrefix(err.Error(), "error parsing response json"):
+		// The SDK's wordings for a body it read but could not decode.
+		strings.HasPrefix(err.Error(), "error parsing response json"),
+		strings.HasPrefix(err.Error(), "expected destination type"):
 		ue.Message = "malformed response"
+		ue.Status = statusOf(reply)
 	default:
 		ue.Message = "connection failed"
 	}
@@ -87,4 +95,24 @@ func apiErrorBody(raw string) (body struct {
 }) {
 	_ = json.Unmarshal([]byte(raw), &body)
 	return body
+}
+
+// statusOf returns the status of reply, 0 without one.
+func statusOf(reply *http.Response) int {
+	if reply == nil {
+		return 0
+	}
+	return reply.StatusCode
+}
+
+// errorObject is the *sampler.UpstreamError of an answer with a success
+// status whose body is the API's error object.
+func (p *Provider) errorObject(raw string, reply *http.Response) error {
+	body := apiErrorBody(raw)
+	ue := &sampler.UpstreamError{Provider: p.name, Status: statusOf(reply), Message: p.redact.String(body.Error.Message)}
+	if ue.Message == "" {
+		ue.Message = "the answer is an error object"
+	}
+	ue.Err = &apiError{Status: ue.Status, Type: p.redact.String(body.Error.Type), Message: ue.Message}
+	return ue
 }

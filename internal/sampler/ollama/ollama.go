@@ -127,6 +127,10 @@ func (p *Provider) Sample(ctx context.Context, req *sampler.Request) (*sampler.R
 		return nil, p.statusError(resp)
 	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxSuccessBody+1))
+	if errors.Is(err, sampler.ErrReplyTooLarge) {
+		// An answer, too large: not a connection failure to retry.
+		return nil, &sampler.UpstreamError{Provider: p.name, Status: resp.StatusCode, Message: err.Error()}
+	}
 	if err != nil {
 		return nil, p.transportError(ctx, err)
 	}

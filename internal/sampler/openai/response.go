@@ -25,6 +25,9 @@ type chatResponse struct {
 		PromptTokens     int `json:"prompt_tokens"`
 		CompletionTokens int `json:"completion_tokens"`
 	} `json:"usage"`
+	// Error is the error object (or text) of a failure that some servers
+	// answer with status 200.
+	Error json.RawMessage `json:"error"`
 }
 
 // chatChoice is one choice of a reply; the adapter asks for one.
@@ -119,7 +122,11 @@ const invalidArgumentsKey = "_invalid_arguments"
 // sampler.Response; status is the reply's HTTP status.
 func (p *Provider) decodeResponse(status int, resp *chatResponse) (*sampler.Response, error) {
 	if len(resp.Choices) == 0 {
-		return nil, &sampler.UpstreamError{Provider: p.name, Status: status, Message: "the reply has no choices"}
+		msg := "the reply has no choices"
+		if e := replyError(resp.Error); e != "" {
+			msg = "the reply is an error: " + p.redact.String(e)
+		}
+		return nil, &sampler.UpstreamError{Provider: p.name, Status: status, Message: msg}
 	}
 	choice := &resp.Choices[0]
 	msg := &choice.Message
@@ -247,6 +254,18 @@ func errorMessage(raw json.RawMessage) string {
 		return strings.Join(list, ", ")
 	}
 	return ""
+}
+
+// replyError returns the message of a reply's error member: an error
+// object's message, or the member itself when it is text; "" otherwise.
+func replyError(raw json.RawMessage) string {
+	var obj struct {
+		Message json.RawMessage `json:"message"`
+	}
+	if json.Unmarshal(raw, &obj) == nil && obj.Message != nil {
+		return errorMessage(obj.Message)
+	}
+	return errorMessage(raw)
 }
 
 // jsonScalar returns a JSON string's value, "" for null or nothing, and
