@@ -150,11 +150,17 @@ func TestDashboardAndAlertsAgainstPrometheus(t *testing.T) {
 		return err == nil && len(v) > 0 && number(v[0]) >= 4
 	})
 	drive(t, srv.URL)
-	// Wait until a scrape has seen the whole second round (its loops come
-	// last), so that every rate over the last minute covers new activity.
+	// Wait until a scrape has seen the whole second round (its loops and
+	// then its MCP tool call come last), so that every rate over the last
+	// minute covers new activity.
 	testwait.Poll(t, 250*time.Millisecond, 60*time.Second, "the second round to be scraped", func() bool {
 		v, err := query(api, `sum(sampled_loops_total)`)
-		return err == nil && len(v) > 0 && number(v[0]) >= 4
+		if err != nil || len(v) == 0 || number(v[0]) < 4 {
+			return false
+		}
+		// The MCP tool call comes after the loops.
+		v, err = query(api, `sum(sampled_mcp_tool_calls_total)`)
+		return err == nil && len(v) > 0 && number(v[0]) >= 2
 	})
 
 	for _, e := range dashboardExprs(t) {
