@@ -109,6 +109,9 @@ func sampledChild(ctx context.Context, upstream string, stdin io.Reader, stdout 
 	if err != nil {
 		return err
 	}
+	// The memory phase holds more requests in flight than the default cap
+	// (limits.inFlightSamples) admits; an operator raises it the same way.
+	cfg.Limits.InFlightSamples = 4096
 	a, err := app.New(ctx, app.Options{Config: cfg, Logger: slog.New(slog.NewJSONHandler(devNull, nil))})
 	if err != nil {
 		return err
