@@ -247,12 +247,12 @@ func TestErrorObject(t *testing.T) {
 	}
 }
 
-// TestOversizeReply checks that a reply longer than MaxReplyBytes is an
+// TestOversizeReply checks that a reply longer than sampler.MaxReplyBytes is an
 // upstream error, whether its length is declared up front or only found
 // while reading.
 func TestOversizeReply(t *testing.T) {
 	// A well-formed reply, padded past the limit.
-	pad := strings.Repeat("a", MaxReplyBytes)
+	pad := strings.Repeat("a", sampler.MaxReplyBytes)
 	big := `{"id":"chatcmpl-1","object":"chat.completion","model":"gpt-4o","choices":[],"pad":"` + pad + `"}`
 	tests := []struct {
 		name   string

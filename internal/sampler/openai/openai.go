@@ -31,10 +31,6 @@ const (
 	DefaultResponseHeaderTimeout = 60 * time.Second
 )
 
-// MaxReplyBytes is the most the adapter reads of a reply, the bound every
-// provider's client has.
-const MaxReplyBytes = sampler.MaxReplyBytes
-
 // jsonMediaType is the value of the Content-Type and Accept headers of every
 // request; requests share it and nothing modifies it.
 var jsonMediaType = []string{"application/json"}
@@ -165,9 +161,9 @@ func (p *Provider) Sample(ctx context.Context, req *sampler.Request) (*sampler.R
 }
 
 // readReply reads the body of resp into buf; the client bounds it at
-// MaxReplyBytes.
+// sampler.MaxReplyBytes.
 func readReply(buf *bytes.Buffer, resp *http.Response) error {
-	if resp.ContentLength > 0 && resp.ContentLength <= MaxReplyBytes {
+	if resp.ContentLength > 0 && resp.ContentLength <= sampler.MaxReplyBytes {
 		// Room for the body and the read that meets its end.
 		buf.Grow(int(resp.ContentLength) + bytes.MinRead)
 	}
