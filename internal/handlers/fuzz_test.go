@@ -156,7 +156,8 @@ func FuzzLoopBody(f *testing.F) {
 
 // FuzzLastEventID resumes the event stream of a finished run of three
 // events after a fuzzed Last-Event-ID header or lastEventId parameter: a
-// 400 problem, or a stream of the events after it.
+// 400 problem, or a stream of the events after it that ends with the
+// terminal event (which a stream resumed beyond it gets too).
 func FuzzLastEventID(f *testing.F) {
 	for _, s := range []string{"", "0", "1", "3", "4", "-1", "abc", "+2", "01", "9223372036854775807", "9223372036854775808", " 1", "1e3", "0x1"} {
 		f.Add(s, false)
@@ -176,15 +177,22 @@ func FuzzLastEventID(f *testing.F) {
 		// Every event sent comes after the one named, and exists.
 		after, _ := strconv.ParseInt(strings.TrimSpace(id), 10, 64)
 		sc := bufio.NewScanner(w.Body)
+		last := ""
 		for sc.Scan() {
 			v, ok := strings.CutPrefix(sc.Text(), "id: ")
 			if !ok {
 				continue
 			}
 			n, err := strconv.ParseInt(v, 10, 64)
-			if err != nil || n <= after || n > 3 {
+			// The terminal event (3) ends every stream resumed
+			// before it, and one resumed beyond it.
+			if err != nil || n > 3 || (n <= after && !(n == 3 && after > 3)) {
 				t.Fatalf("after Last-Event-ID %q the stream sends event %q", id, v)
 			}
+			last = v
+		}
+		if last != "3" && after != 3 {
+			t.Fatalf("after Last-Event-ID %q the stream ends with event %q, not the terminal event 3", id, last)
 		}
 	})
 }

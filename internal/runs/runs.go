@@ -119,6 +119,9 @@ type Store interface {
 	// terminal event was delivered, when ctx ends, on its Close, when the
 	// store closes, or when the subscriber falls too far behind (ErrSlow).
 	// A subscription to a finished run delivers the replay and ends.
+	// A subscription after an id the run has not reached (yet) skips the
+	// events up to that id but not the terminal event: it ends with it, as
+	// every subscription that ends with its run does.
 	Subscribe(ctx context.Context, id string, after int64) (Subscription, error)
 	// List returns a page of the kept runs (running, or finished and not
 	// yet expired) that q.Match accepts, newest first. A cursor List did

@@ -261,7 +261,10 @@ func (m *Store) append(id, name string, data, snapshot json.RawMessage, terminal
 	// after a drop the same index is visited again.
 	for i := 0; i < len(r.subs); {
 		s := r.subs[i]
-		if ev.ID > s.after { // else: subscribed after an id not reached yet
+		// A subscription after an id not reached yet skips the events up
+		// to it, but not the terminal event: every subscription ends with
+		// it.
+		if ev.ID > s.after || terminal {
 			select {
 			case s.ch <- ev:
 			default:
@@ -311,8 +314,14 @@ func (m *Store) Subscribe(ctx context.Context, id string, after int64) (runs.Sub
 		return nil, fmt.Errorf("runs: subscribe to %q after %d (oldest kept is %d): %w", id, after, first, runs.ErrExpired)
 	}
 	var replay []runs.Event
-	if after < r.last {
+	switch {
+	case after < r.last:
 		replay = r.events[after+1-first:]
+	case r.finished && after > r.last:
+		// Resumed beyond the terminal event, at an id the run never
+		// reached: the terminal event is sent, so the stream still ends
+		// with it.
+		replay = r.events[len(r.events)-1:]
 	}
 	s := &subscription{after: after, m: m, r: r, idx: -1}
 	// Closed checked under r.mu: Close sets it before it ends the

@@ -152,6 +152,14 @@ func (s *Store) subscribe(ctx context.Context, id string, after int64) (runs.Sub
 	if after < st.last && after+1 < st.first {
 		return nil, fmt.Errorf("runs: subscribe to %q after %d (oldest kept is %d): %w", id, after, st.first, runs.ErrExpired)
 	}
+	if st.finished && after > st.last && st.last > 0 {
+		// Resumed beyond the terminal event, at an id the run never
+		// reached: the terminal event is sent, so the stream still ends
+		// with it.
+		if st, err = s.readLog(ctx, id, st.last-1); err != nil {
+			return nil, fmt.Errorf("runs: subscribe to %q: %w", id, err)
+		}
+	}
 	sub := &subscription{s: s, f: f, after: max(after, st.last), idx: -1}
 	live := !st.finished && !s.closed.Load()
 	if live {
@@ -360,7 +368,10 @@ func (s *Store) deliver(f *follower, msgs []goredis.XMessage) {
 		// so after a drop the same index is visited again.
 		for i := 0; i < len(f.subs); {
 			sub := f.subs[i]
-			if ev.ID > sub.after {
+			// A subscription after an id not reached yet skips the events
+			// up to it, but not the terminal event: every subscription
+			// ends with it.
+			if ev.ID > sub.after || terminal {
 				select {
 				case sub.ch <- ev:
 				default:
