@@ -46,6 +46,31 @@ type Upstream struct {
 	// It is not called when no wait follows (success, non-retryable error,
 	// attempts exhausted, or the context ends or would end first).
 	OnRetry func(err error, attempt int, delay time.Duration)
+	// Deadline, when not zero, bounds Do as a deadline of its context
+	// does, without a context of its own: past it Do calls fn no more and
+	// waits for nothing.
+	Deadline time.Time
+}
+
+// deadline returns the earlier of ctx's deadline and Deadline.
+func (p Upstream) deadline(ctx context.Context) (time.Time, bool) {
+	d, ok := ctx.Deadline()
+	if !p.Deadline.IsZero() && (!ok || p.Deadline.Before(d)) {
+		return p.Deadline, true
+	}
+	return d, ok
+}
+
+// expired returns ctx.Err(), or context.DeadlineExceeded once Deadline
+// has passed.
+func (p Upstream) expired(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if !p.Deadline.IsZero() && !time.Now().Before(p.Deadline) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
 
 func (p Upstream) maxAttempts() int {
@@ -101,9 +126,10 @@ func (p Upstream) rand() float64 {
 // error type hold. If ctx has a deadline that would pass before the next
 // wait ends, Do does not wait at all: it returns at once, wrapping fn's
 // last error with [context.DeadlineExceeded]. If ctx is already done when
-// Do is called, fn is not called and ctx.Err() is returned.
+// Do is called, fn is not called and ctx.Err() is returned. Deadline counts
+// as a deadline of ctx in all of this.
 func (p Upstream) Do(ctx context.Context, fn func(ctx context.Context) error) error {
-	if err := ctx.Err(); err != nil {
+	if err := p.expired(ctx); err != nil {
 		return err
 	}
 	maxAttempts := p.maxAttempts()
@@ -115,14 +141,14 @@ func (p Upstream) Do(ctx context.Context, fn func(ctx context.Context) error) er
 		if attempt >= maxAttempts || !Retryable(err) {
 			return err
 		}
-		if cerr := ctx.Err(); cerr != nil {
+		if cerr := p.expired(ctx); cerr != nil {
 			return interrupted(cerr, attempt, err)
 		}
 		if hint, ok := retryAfter(err); ok && hint > p.retryAfterCap() {
 			return err
 		}
 		delay := p.Delay(attempt, err)
-		if deadline, ok := ctx.Deadline(); ok && !time.Now().Add(delay).Before(deadline) {
+		if deadline, ok := p.deadline(ctx); ok && !time.Now().Add(delay).Before(deadline) {
 			return interrupted(context.DeadlineExceeded, attempt, err)
 		}
 		if p.OnRetry != nil {

@@ -611,3 +611,44 @@ func TestReason(t *testing.T) {
 		})
 	}
 }
+
+// TestUpstreamDoDeadline: Deadline bounds Do as a deadline of its context
+// does: not called past it, no wait that would pass it, and a call that
+// runs past it is not retried.
+func TestUpstreamDoDeadline(t *testing.T) {
+	e503 := status(503)
+	tests := []struct {
+		name      string
+		deadline  time.Duration // from the start
+		call      time.Duration // each call's duration
+		wantCalls int
+	}{
+		{"already passed", -time.Second, 0, 0},
+		{"the wait would pass it", 100 * time.Millisecond, 0, 1},
+		{"a call runs past it", time.Second, 2 * time.Second, 1},
+		{"room for every attempt", time.Hour, 0, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := Upstream{BaseDelay: time.Second, MaxDelay: time.Second, Rand: constRand(0.5),
+					Deadline: time.Now().Add(tt.deadline)}
+				calls := 0
+				err := p.Do(t.Context(), func(context.Context) error {
+					calls++
+					time.Sleep(tt.call)
+					return e503
+				})
+				if calls != tt.wantCalls {
+					t.Errorf("%d calls, want %d", calls, tt.wantCalls)
+				}
+				if tt.wantCalls < 3 && !errors.Is(err, context.DeadlineExceeded) {
+					t.Errorf("Do error = %v, want context.DeadlineExceeded", err)
+				}
+				if tt.wantCalls > 0 && !errors.As(err, new(*testError)) {
+					t.Errorf("Do error = %v, want the fn error inside", err)
+				}
+			})
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"reflect"
 	"sort"
+	"strconv"
 )
 
 // Role is the author of a message: RoleUser or RoleAssistant.
@@ -156,91 +157,96 @@ func (c *Content) setExtra(k string, v json.RawMessage) {
 
 // MarshalJSON encodes the block with the members its type requires.
 func (c Content) MarshalJSON() ([]byte, error) {
-	var buf bytes.Buffer
-	buf.WriteByte('{')
-	first := true
-	put := func(k string, v any) error {
-		if !first {
-			buf.WriteByte(',')
-		}
-		first = false
-		kb, _ := json.Marshal(k)
-		buf.Write(kb)
-		buf.WriteByte(':')
-		if raw, ok := v.(json.RawMessage); ok {
-			buf.Write(raw)
-			return nil
-		}
-		vb, err := json.Marshal(v)
-		if err != nil {
-			return err
-		}
-		buf.Write(vb)
-		return nil
-	}
-	if err := put("type", c.Type); err != nil {
-		return nil, err
-	}
+	buf := make([]byte, 0, 32+len(c.Text)+len(c.Data)+len(c.Input))
+	buf = append(buf, '{')
+	buf = appendMember(buf, "type")
+	buf = appendString(buf, c.Type)
 	var err error
 	switch c.Type {
 	case BlockText:
-		err = put("text", c.Text)
+		buf = appendString(appendMember(buf, "text"), c.Text)
 	case BlockImage, BlockAudio:
-		if err = put("data", c.Data); err == nil {
-			err = put("mimeType", c.MIMEType)
-		}
+		buf = appendString(appendMember(buf, "data"), c.Data)
+		buf = appendString(appendMember(buf, "mimeType"), c.MIMEType)
 	case BlockToolUse:
 		input := c.Input
 		if len(input) == 0 {
 			input = json.RawMessage("{}")
 		}
-		if err = put("id", c.ID); err == nil {
-			if err = put("name", c.Name); err == nil {
-				err = put("input", input)
-			}
-		}
+		buf = appendString(appendMember(buf, "id"), c.ID)
+		buf = appendString(appendMember(buf, "name"), c.Name)
+		buf = append(appendMember(buf, "input"), input...)
 	case BlockToolResult:
 		blocks := c.Content
 		if blocks == nil {
 			blocks = []Content{}
 		}
-		if err = put("toolUseId", c.ToolUseID); err == nil {
-			err = put("content", blocks)
+		buf = appendString(appendMember(buf, "toolUseId"), c.ToolUseID)
+		var b []byte
+		if b, err = json.Marshal(blocks); err != nil {
+			return nil, err
 		}
-		if err == nil && len(c.StructuredContent) > 0 {
-			err = put("structuredContent", c.StructuredContent)
+		buf = append(appendMember(buf, "content"), b...)
+		if len(c.StructuredContent) > 0 {
+			buf = append(appendMember(buf, "structuredContent"), c.StructuredContent...)
 		}
-		if err == nil && c.IsError != nil {
-			err = put("isError", *c.IsError)
+		if c.IsError != nil {
+			buf = strconv.AppendBool(appendMember(buf, "isError"), *c.IsError)
 		}
 	default:
 		// Other block types (resource_link, resource) carry their modelled
 		// string members only when set.
 		for _, kv := range []struct{ k, v string }{{"text", c.Text}, {"data", c.Data}, {"mimeType", c.MIMEType}, {"id", c.ID}, {"name", c.Name}} {
-			if kv.v != "" && err == nil {
-				err = put(kv.k, kv.v)
+			if kv.v != "" {
+				buf = appendString(appendMember(buf, kv.k), kv.v)
 			}
 		}
 	}
-	if err != nil {
-		return nil, err
-	}
 	if len(c.Annotations) > 0 {
-		_ = put("annotations", c.Annotations)
+		buf = append(appendMember(buf, "annotations"), c.Annotations...)
 	}
 	if len(c.Meta) > 0 {
-		_ = put("_meta", c.Meta)
+		buf = append(appendMember(buf, "_meta"), c.Meta...)
 	}
-	keys := make([]string, 0, len(c.Extra))
-	for k := range c.Extra {
-		keys = append(keys, k)
+	if len(c.Extra) > 0 {
+		keys := make([]string, 0, len(c.Extra))
+		for k := range c.Extra {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			buf = append(appendString(append(buf, ','), k), ':')
+			buf = append(buf, c.Extra[k]...)
+		}
 	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		_ = put(k, c.Extra[k])
+	return append(buf, '}'), nil
+}
+
+// appendMember appends a member's name, which needs no escaping, and its
+// colon, after a comma unless it is the first member of the object at the
+// end of buf.
+func appendMember(buf []byte, k string) []byte {
+	if buf[len(buf)-1] != '{' {
+		buf = append(buf, ',')
 	}
-	buf.WriteByte('}')
-	return buf.Bytes(), nil
+	buf = append(buf, '"')
+	buf = append(buf, k...)
+	return append(buf, '"', ':')
+}
+
+// appendString appends s as a JSON string, byte for byte as json.Marshal
+// writes it. Printable ASCII other than the characters json.Marshal escapes
+// is copied as it is; any other string goes through json.Marshal.
+func appendString(buf []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if b := s[i]; b < 0x20 || b >= 0x80 || b == '"' || b == '\\' || b == '<' || b == '>' || b == '&' {
+			q, _ := json.Marshal(s) // a string always marshals
+			return append(buf, q...)
+		}
+	}
+	buf = append(buf, '"')
+	buf = append(buf, s...)
+	return append(buf, '"')
 }
 
 // Message is MCP's SamplingMessage. On input Content may be one block or an

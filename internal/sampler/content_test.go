@@ -31,3 +31,30 @@ func TestStructuredText(t *testing.T) {
 		})
 	}
 }
+
+// TestAppendString: a block's strings are written byte for byte as
+// json.Marshal writes them, escapes and invalid UTF-8 included.
+func TestAppendString(t *testing.T) {
+	for _, s := range []string{"", "Paris.", `say "hi"`, `a\b`, "tab\there", "line\nbreak", "\x00\x1f", "<b>&</b>",
+		"héllo", "日本", "\u2028\u2029", "bad \xff utf-8", "emoji 😀", "\x7f"} {
+		want, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := appendString([]byte("x"), s); string(got) != "x"+string(want) {
+			t.Errorf("appendString(%q) = %s, want x%s", s, got, want)
+		}
+	}
+}
+
+// FuzzAppendString checks appendString against json.Marshal on any string.
+func FuzzAppendString(f *testing.F) {
+	f.Add("Paris.")
+	f.Add("<\x00\xff\"")
+	f.Fuzz(func(t *testing.T, s string) {
+		want, _ := json.Marshal(s)
+		if got := appendString(nil, s); string(got) != string(want) {
+			t.Fatalf("appendString(%q) = %s, want %s", s, got, want)
+		}
+	})
+}

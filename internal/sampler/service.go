@@ -123,16 +123,15 @@ func (s *Service) Sample(ctx context.Context, p *Params) (*Result, error) {
 	if p.Mode() == ModeTools && !p.LenientToolCalls {
 		return s.guaranteed(ctx, p, MethodSample)
 	}
-	ctx, cancel := context.WithTimeout(ctx, s.requestTimeout)
-	defer cancel()
 	start := time.Now()
+	deadline := start.Add(s.requestTimeout)
 	var up time.Duration
 	defer func() { s.observe.Overhead(time.Since(start) - up) }()
 	model, err := s.prepare(p)
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.attempt(ctx, model, &p.Request, &up)
+	res, err := s.attempt(ctx, deadline, model, &p.Request, &up)
 	if err != nil {
 		return nil, err
 	}
@@ -177,9 +176,8 @@ func (s *Service) SampleTools(ctx context.Context, p *Params) (*Result, error) {
 }
 
 func (s *Service) guaranteed(ctx context.Context, p *Params, method string) (*Result, error) {
-	ctx, cancel := context.WithTimeout(ctx, s.requestTimeout)
-	defer cancel()
 	start := time.Now()
+	deadline := start.Add(s.requestTimeout)
 	var up time.Duration
 	defer func() { s.observe.Overhead(time.Since(start) - up) }()
 	attempts, err := s.validation.Attempts(p.Retries)
@@ -196,7 +194,7 @@ func (s *Service) guaranteed(ctx context.Context, p *Params, method string) (*Re
 	var last *Result
 	var errs []FieldError
 	for a := 1; a <= attempts; a++ {
-		res, err := s.attempt(ctx, model, &req, &up)
+		res, err := s.attempt(ctx, deadline, model, &req, &up)
 		if err != nil {
 			return nil, err
 		}
@@ -251,26 +249,30 @@ func (s *Service) prepare(p *Params) (Model, error) {
 	return model, InvalidAll(errs)
 }
 
-// attempt calls the model, with upstream retries, and then its fallbacks.
-// Time spent waiting on providers is added to *upstream.
-func (s *Service) attempt(ctx context.Context, model Model, req *Request, upstream *time.Duration) (*Result, error) {
-	candidates := append([]string{model.ID()}, model.Fallbacks...)
+// attempt calls the model, with upstream retries, and then its fallbacks,
+// until deadline (the request's). Time spent waiting on providers is added
+// to *upstream.
+func (s *Service) attempt(ctx context.Context, deadline time.Time, model Model, req *Request, upstream *time.Duration) (*Result, error) {
 	var lastErr error
-	for _, id := range candidates {
-		m, err := s.catalog.Lookup(id)
-		if err != nil {
-			return nil, err
+	for i := 0; i <= len(model.Fallbacks); i++ {
+		m := model
+		if i > 0 {
+			var err error
+			if m, err = s.catalog.Lookup(model.Fallbacks[i-1]); err != nil {
+				return nil, err
+			}
 		}
 		prov := s.providers[m.Provider]
 		r := *req
 		r.Model = m.Name
 		var resp *Response
 		up := s.upstream
+		up.Deadline = deadline
 		up.OnRetry = func(err error, _ int, _ time.Duration) { s.observe.UpstreamRetry(m.Provider, retry.Reason(err)) }
 		t0 := time.Now()
-		err = up.Do(ctx, func(ctx context.Context) error {
+		err := up.Do(ctx, func(ctx context.Context) error {
 			var err error
-			resp, err = s.call(ctx, prov, &r)
+			resp, err = s.call(ctx, deadline, prov, &r)
 			return err
 		})
 		// Calls and the waits between retries are upstream time, not
@@ -284,20 +286,28 @@ func (s *Service) attempt(ctx context.Context, model Model, req *Request, upstre
 			ue.Model = m.ID()
 		}
 		lastErr = err
-		if ctx.Err() != nil || !retry.Retryable(err) {
+		if ctx.Err() != nil || !time.Now().Before(deadline) || !retry.Retryable(err) {
 			break
 		}
 	}
 	return nil, lastErr
 }
 
-// call runs one provider call under the per-call timeout. A call cut off by
-// that timeout, while the caller still waits, is an upstream timeout.
-func (s *Service) call(ctx context.Context, prov Provider, req *Request) (*Response, error) {
-	cctx, cancel := context.WithTimeout(ctx, s.callTimeout)
+// call runs one provider call under one deadline: the per-call timeout's,
+// or the request's when that comes first. A call cut off by the per-call
+// timeout, while the caller still waits, is an upstream timeout; one cut
+// off by the request's deadline ends the request (the retries see it
+// passed).
+func (s *Service) call(ctx context.Context, deadline time.Time, prov Provider, req *Request) (*Response, error) {
+	callDeadline := time.Now().Add(s.callTimeout)
+	perCall := callDeadline.Before(deadline)
+	if !perCall {
+		callDeadline = deadline
+	}
+	cctx, cancel := context.WithDeadline(ctx, callDeadline)
 	defer cancel()
 	resp, err := prov.Sample(cctx, req)
-	if err != nil && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
+	if err != nil && perCall && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
 		var ue *UpstreamError
 		if !errors.As(err, &ue) || !ue.Timeout {
 			return nil, &UpstreamError{Provider: prov.Name(), Timeout: true,

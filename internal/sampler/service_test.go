@@ -6,6 +6,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -345,6 +346,53 @@ func TestLongRetryAfterFailsAtOnce(t *testing.T) {
 			}
 			if len(p.got) != 1 || time.Since(start) > time.Second {
 				t.Errorf("%d calls in %s; want one call and no wait", len(p.got), time.Since(start))
+			}
+		})
+	}
+}
+
+// hang is a provider whose calls wait until their context ends.
+type hang struct {
+	name  string
+	calls atomic.Int32
+}
+
+func (h *hang) Name() string { return h.name }
+
+func (h *hang) Sample(ctx context.Context, _ *Request) (*Response, error) {
+	h.calls.Add(1)
+	<-ctx.Done()
+	return nil, &UpstreamError{Provider: h.name, Timeout: true, Message: "no answer", Err: ctx.Err()}
+}
+
+// TestDeadlines: a call that outlasts the per-call timeout is an upstream
+// timeout, retried and then given to the fallback; one that outlasts the
+// request's deadline ends the request: no retry, no fallback.
+func TestDeadlines(t *testing.T) {
+	tests := []struct {
+		name          string
+		call, request time.Duration
+		wantP, wantQ  int32
+	}{
+		{"per-call timeout", 20 * time.Millisecond, time.Hour, 3, 3},
+		{"request deadline", time.Hour, 50 * time.Millisecond, 1, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, q := &hang{name: "p"}, &hang{name: "q"}
+			cat := NewCatalog([]Model{{Provider: "p", Name: "m1", Fallbacks: []string{"q/m2"}}, {Provider: "q", Name: "m2"}}, "p/m1")
+			svc, err := New(Options{Providers: []Provider{p, q}, Catalog: cat, CallTimeout: tt.call, RequestTimeout: tt.request,
+				Upstream: retry.Upstream{Rand: func() float64 { return 0 }}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = svc.Sample(t.Context(), &Params{Request: Request{Messages: userText("hi"), MaxTokens: 5}})
+			var up *UpstreamError
+			if !errors.As(err, &up) || !up.Timeout {
+				t.Errorf("err = %v, want an upstream timeout", err)
+			}
+			if p.calls.Load() != tt.wantP || q.calls.Load() != tt.wantQ {
+				t.Errorf("calls p %d, q %d; want %d, %d", p.calls.Load(), q.calls.Load(), tt.wantP, tt.wantQ)
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"mime"
+	"strconv"
 	"strings"
 )
 
@@ -95,13 +96,12 @@ func checkRequest(p *Params, schemas *SchemaCache) []FieldError {
 // next user message.
 func checkMessages(msgs []Message, add func(path, format string, args ...any)) {
 	for i, m := range msgs {
-		at := fmt.Sprintf("/messages/%d", i)
 		if m.Role != RoleUser && m.Role != RoleAssistant {
-			add(at+"/role", "role must be user or assistant")
+			add(messagePath(i)+"/role", "role must be user or assistant")
 			continue
 		}
 		if len(m.Content) == 0 {
-			add(at+"/content", "content must hold at least one block")
+			add(messagePath(i)+"/content", "content must hold at least one block")
 			continue
 		}
 		results := 0
@@ -115,52 +115,51 @@ func checkMessages(msgs []Message, add func(path, format string, args ...any)) {
 			}
 		}
 		for j, c := range m.Content {
-			bat := blockPath(at, m, j)
 			switch c.Type {
 			case BlockText:
 			case BlockImage, BlockAudio:
 				if c.Data == "" || c.MIMEType == "" {
-					add(bat, "%s blocks need data and mimeType", c.Type)
+					add(blockPath(i, m, j), "%s blocks need data and mimeType", c.Type)
 					break
 				}
 				// A provider would refuse them, and its 400 would reach the
 				// client as a 502.
 				if mt, _, err := mime.ParseMediaType(c.MIMEType); err != nil || !strings.HasPrefix(mt, c.Type+"/") {
-					add(bat+"/mimeType", "%q is not an %s media type (%s/...)", c.MIMEType, c.Type, c.Type)
+					add(blockPath(i, m, j)+"/mimeType", "%q is not an %s media type (%s/...)", c.MIMEType, c.Type, c.Type)
 				}
 				if _, err := base64.StdEncoding.DecodeString(c.Data); err != nil {
-					add(bat+"/data", "data must be base64 (RFC 4648 with padding): %v", err)
+					add(blockPath(i, m, j)+"/data", "data must be base64 (RFC 4648 with padding): %v", err)
 				}
 			case BlockToolUse:
 				if m.Role != RoleAssistant {
-					add(bat, "tool_use blocks belong in assistant messages")
+					add(blockPath(i, m, j), "tool_use blocks belong in assistant messages")
 				}
 				if c.ID == "" || c.Name == "" {
-					add(bat, "tool_use blocks need id and name")
+					add(blockPath(i, m, j), "tool_use blocks need id and name")
 				}
 				if len(c.Input) > 0 && c.Input[0] != '{' {
-					add(bat+"/input", "input must be an object")
+					add(blockPath(i, m, j)+"/input", "input must be an object")
 				}
 				if c.ID != "" && ids[c.ID] {
-					add(bat+"/id", "tool_use id %q is used twice in this message", c.ID)
+					add(blockPath(i, m, j)+"/id", "tool_use id %q is used twice in this message", c.ID)
 				}
 				ids[c.ID] = true
 			case BlockToolResult:
 				results++
 				if m.Role != RoleUser {
-					add(bat, "tool_result blocks belong in user messages")
+					add(blockPath(i, m, j), "tool_result blocks belong in user messages")
 				}
 				if c.ToolUseID == "" {
-					add(bat+"/toolUseId", "toolUseId is required")
+					add(blockPath(i, m, j)+"/toolUseId", "toolUseId is required")
 				} else if !asked[c.ToolUseID] {
-					add(bat+"/toolUseId", "tool_result %q answers no tool_use of the previous assistant message", c.ToolUseID)
+					add(blockPath(i, m, j)+"/toolUseId", "tool_result %q answers no tool_use of the previous assistant message", c.ToolUseID)
 				}
 			default:
-				add(bat+"/type", "unknown content block type %q", c.Type)
+				add(blockPath(i, m, j)+"/type", "unknown content block type %q", c.Type)
 			}
 		}
 		if results > 0 && results != len(m.Content) {
-			add(at+"/content", "a user message holding tool_result blocks must hold nothing else")
+			add(messagePath(i)+"/content", "a user message holding tool_result blocks must hold nothing else")
 		}
 		if m.Role != RoleAssistant {
 			continue
@@ -179,21 +178,25 @@ func checkMessages(msgs []Message, add func(path, format string, args ...any)) {
 				continue
 			}
 			if i+1 == len(msgs) {
-				add(blockPath(at, m, j), "tool_use %q is the last message; answer it with a tool_result in a user message", c.ID)
+				add(blockPath(i, m, j), "tool_use %q is the last message; answer it with a tool_result in a user message", c.ID)
 			} else {
-				add(blockPath(at, m, j), "tool_use %q is not answered by a tool_result in the next user message", c.ID)
+				add(blockPath(i, m, j), "tool_use %q is not answered by a tool_result in the next user message", c.ID)
 			}
 		}
 	}
 }
 
-// blockPath is the JSON Pointer of block j of message m at path at: the
+// messagePath is the JSON Pointer of message i. Paths are made only for
+// errors: a valid request makes none.
+func messagePath(i int) string { return "/messages/" + strconv.Itoa(i) }
+
+// blockPath is the JSON Pointer of block j of message m, message i: the
 // content itself when it arrived as one bare block.
-func blockPath(at string, m Message, j int) string {
+func blockPath(i int, m Message, j int) string {
 	if m.single {
-		return at + "/content"
+		return messagePath(i) + "/content"
 	}
-	return fmt.Sprintf("%s/content/%d", at, j)
+	return messagePath(i) + "/content/" + strconv.Itoa(j)
 }
 
 // fieldErrors returns the field errors of an *InvalidError, or one error at

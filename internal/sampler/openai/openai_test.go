@@ -509,3 +509,22 @@ func TestStrictCache(t *testing.T) {
 		t.Errorf("the cache holds %d entries, more than %d", n, maxStrictCache)
 	}
 }
+
+// TestReplyTextString: a reply's string content reads as encoding/json
+// reads the string, escapes and invalid UTF-8 included.
+func TestReplyTextString(t *testing.T) {
+	for _, in := range []string{`""`, `"Paris."`, `"say \"hi\""`, `"a\\b"`, `"\u00e9t\u00e9"`, `"line\nbreak"`,
+		"\"h\xc3\xa9llo\"", "\"bad \xff utf-8\"", `"\ud83d\ude00"`, `"<b>&amp;</b>"`} {
+		var want string
+		if err := json.Unmarshal([]byte(in), &want); err != nil {
+			t.Fatal(err)
+		}
+		var got replyText
+		if err := json.Unmarshal([]byte(in), &got); err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		if string(got) != want {
+			t.Errorf("%s: got %q, want %q", in, got, want)
+		}
+	}
+}

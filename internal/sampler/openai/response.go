@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sampled/sampled/internal/retry"
 	"github.com/sampled/sampled/internal/sampler"
@@ -48,6 +49,11 @@ type replyText string
 // UnmarshalJSON reads a string, null or an array of content parts.
 func (t *replyText) UnmarshalJSON(b []byte) error {
 	switch {
+	case len(b) > 1 && b[0] == '"' && bytes.IndexByte(b, '\\') < 0 && utf8.Valid(b):
+		// The decoder hands over a valid JSON string: without escapes
+		// (and with valid UTF-8, which decoding would replace) its text is
+		// the bytes between the quotes.
+		*t = replyText(b[1 : len(b)-1])
 	case len(b) > 0 && b[0] == '"':
 		var s string
 		if err := json.Unmarshal(b, &s); err != nil {
