@@ -82,6 +82,7 @@ func clip(s string) string {
 // of the types generators used to get wrong: JSON Schema members as maps,
 // one ToolChoice field, and LoopEvent as a union told apart by its event.
 func TestGoClientGenerates(t *testing.T) {
+	t.Parallel()
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		need(t, "the go command is not on PATH; it generates and builds the client")
@@ -162,6 +163,7 @@ var _ = eventData
 // operation's request body type, and a switch over LoopEvent that needs it
 // to be a union told apart by event.
 func TestTypeScriptTypesFitReadme(t *testing.T) {
+	t.Parallel()
 	node := nodeTool(t)
 	ctx, cancel := context.WithTimeout(t.Context(), generateTime)
 	defer cancel()
@@ -241,6 +243,7 @@ export function toolArguments(e: components["schemas"]["LoopEvent"]): { [key: st
 // recommended rules: no error, and no warning but the ones
 // check/.redocly.lint-ignore.yaml lists (check/redocly.yaml says why).
 func TestRedoclyLint(t *testing.T) {
+	t.Parallel()
 	node := nodeTool(t)
 	ctx, cancel := context.WithTimeout(t.Context(), generateTime)
 	defer cancel()
