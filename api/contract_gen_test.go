@@ -33,8 +33,8 @@ func readmeBodyPaths() []string {
 	return []string{"/v1/sample", "/v1/sample/schema", "/v1/sample/tools", "/v1/messages", "/v1/loops"}
 }
 
-// need skips the test for want, a program or an install step it cannot run
-// without, or fails it when CI=true: CI must run it.
+// need skips the test with a message that says what it cannot run without
+// (a program, an install step), or fails it when CI=true: CI must run it.
 func need(t *testing.T, format string, args ...any) {
 	t.Helper()
 	msg := fmt.Sprintf(format, args...)
@@ -44,15 +44,13 @@ func need(t *testing.T, format string, args ...any) {
 	t.Skip(msg)
 }
 
-// run runs name with args in dir and returns its standard output; a failure
-// ends the test with the command's output.
-func run(t *testing.T, ctx context.Context, env []string, dir, name string, args ...string) []byte {
+// run runs name with args in dir; a failure ends the test with the
+// command's output.
+func run(t *testing.T, ctx context.Context, env []string, dir, name string, args ...string) {
 	t.Helper()
-	out, err := runOutput(ctx, env, dir, name, args...)
-	if err != nil {
+	if _, err := runOutput(ctx, env, dir, name, args...); err != nil {
 		t.Fatalf("%v", err)
 	}
-	return out
 }
 
 // runOutput runs name with args in dir and returns its standard output, or
@@ -70,6 +68,7 @@ func runOutput(ctx context.Context, env []string, dir, name string, args ...stri
 	return stdout.Bytes(), nil
 }
 
+// clip cuts a command's output that would flood the test log.
 func clip(s string) string {
 	if len(s) > 8000 {
 		return s[:8000] + "…"
@@ -313,9 +312,10 @@ type readmeBody struct {
 // blocks and splits each into commands, a command running from a line that
 // starts one (curl, or ID=$(curl) to the next.
 func readmeBodies(readme string) []readmeBody {
-	// The path of a curl command's URL, and its single-quoted body.
+	// The path of a curl command's URL, and its single-quoted body, where
+	// '\'' stands for a quote.
 	curlURL := regexp.MustCompile(`localhost:8080(/[A-Za-z0-9_/.-]*)`)
-	curlData := regexp.MustCompile(`(?s)-d '([^']*)'`)
+	curlData := regexp.MustCompile(`(?s)-d '((?:[^']|'\\'')*)'`)
 	paths := readmeBodyPaths()
 	var (
 		out     []readmeBody
@@ -330,7 +330,7 @@ func readmeBodies(readme string) []readmeBody {
 		if u == nil || d == nil || !slices.Contains(paths, u[1]) {
 			return
 		}
-		out = append(out, readmeBody{line: cmdLine, path: u[1], json: d[1]})
+		out = append(out, readmeBody{line: cmdLine, path: u[1], json: strings.ReplaceAll(d[1], `'\''`, "'")})
 	}
 	for i, line := range strings.Split(readme, "\n") {
 		switch {
@@ -363,16 +363,18 @@ func TestReadmeBodies(t *testing.T) {
 			want: []readmeBody{{line: 4, path: "/v1/sample", json: "{\n  \"prompt\": \"a\"}"}},
 		},
 		{
-			name: "every endpoint, ID=$(curl, and sh blocks only",
+			name: "every endpoint, ID=$(curl, a quoted quote, and sh blocks only",
 			readme: "```sh\ncurl -s localhost:8080/v1/sample/schema -d '{\"schema\":{}}'\ncurl -s localhost:8080/v1/sample/tools \\\n  -d '{\"tools\":[]}'\n```\n" +
 				"```json\ncurl -s localhost:8080/v1/sample -d '{\"not\":\"sh\"}'\n```\n" +
 				"```sh\nID=$(curl -s localhost:8080/v1/loops -H 'content-type: application/json' \\\n  -d '{\"prompt\":\"p\"}' | sed 's/x/y/')\n" +
-				"curl -s localhost:8080/v1/messages -d '{\"maxTokens\":1}'\ncurl -s localhost:8080/v1/other -d '{}'\n```\n",
+				"curl -s localhost:8080/v1/messages -d '{\"maxTokens\":1}'\ncurl -s localhost:8080/v1/other -d '{}'\n" +
+				"curl -s localhost:8080/v1/sample -d '{\"prompt\":\"What'\\''s up?\"}' | jq .\n```\n",
 			want: []readmeBody{
 				{line: 2, path: "/v1/sample/schema", json: `{"schema":{}}`},
 				{line: 3, path: "/v1/sample/tools", json: `{"tools":[]}`},
 				{line: 10, path: "/v1/loops", json: `{"prompt":"p"}`},
 				{line: 12, path: "/v1/messages", json: `{"maxTokens":1}`},
+				{line: 14, path: "/v1/sample", json: `{"prompt":"What's up?"}`},
 			},
 		},
 	}
