@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -208,6 +209,59 @@ func TestSpecIsValid(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestBodyMembersMatchSpec checks that the members the document lets into a
+// closed request body are the ones the service decodes: the properties
+// (and, for SampleRequest, the propertyNames, which add the draft spelling
+// tool_choice) against the JSON names of the body's Go type.
+func TestBodyMembersMatchSpec(t *testing.T) {
+	doc := loadSpec(t)
+	tests := []struct {
+		schema string
+		body   any
+	}{
+		{"SampleRequest", sampleBody{}},
+		{"LoopRequest", loopBody{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.schema, func(t *testing.T) {
+			ref := doc.Components.Schemas[tt.schema]
+			if ref == nil {
+				t.Fatalf("no schema %s", tt.schema)
+			}
+			s := ref.Value
+			var want []string
+			switch {
+			case s.PropertyNames != nil && s.PropertyNames.Value != nil:
+				for _, v := range s.PropertyNames.Value.Enum {
+					want = append(want, fmt.Sprint(v))
+				}
+				for name := range s.Properties {
+					if !slices.Contains(want, name) {
+						t.Errorf("property %s is not among the propertyNames %v", name, want)
+					}
+				}
+			case s.AdditionalProperties.Has != nil && !*s.AdditionalProperties.Has:
+				for name := range s.Properties {
+					want = append(want, name)
+				}
+			default:
+				t.Fatalf("%s is not closed: neither propertyNames nor additionalProperties: false", tt.schema)
+			}
+			var got []string
+			typ := reflect.TypeOf(tt.body)
+			for i := range typ.NumField() {
+				name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
+				got = append(got, name)
+			}
+			slices.Sort(want)
+			slices.Sort(got)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("members of %s (-document +service):\n%s", tt.schema, diff)
+			}
+		})
 	}
 }
 
