@@ -423,15 +423,15 @@ func Load(getenv func(string) string, readFile func(string) ([]byte, error)) (*C
 	return c, nil
 }
 
-// offlineProvider lists the offline provider's models: default, and the
-// fault models flaky and broken.
+// offlineProvider lists the offline provider's models: default, the
+// fault models flaky and broken, and slow (each call takes seconds).
 func offlineProvider() Provider {
-	one := 1.0
-	half := 0.5
+	zero, half, one := 0.0, 0.5, 1.0
 	return Provider{Name: "offline", Type: TypeOffline, Models: []Model{
 		{Name: "default", Cost: &one, Speed: &one, Intelligence: &half},
 		{Name: "flaky", Cost: &one, Speed: &one, Intelligence: &half},
 		{Name: "broken", Cost: &one, Speed: &one, Intelligence: &half},
+		{Name: "slow", Cost: &one, Speed: &zero, Intelligence: &half},
 	}}
 }
 

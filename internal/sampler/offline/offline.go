@@ -12,6 +12,8 @@
 // (malformed JSON in schema mode, no tool call in tools mode) and "broken"
 // breaks every attempt. Flaky tells a first attempt from the conversation:
 // a retry carries flaky's broken answer followed by a corrective user turn.
+// A fourth model, "slow", answers as "default" does after SlowDelay, so
+// that a loop runs long enough to be watched and cancelled.
 package offline
 
 import (
@@ -21,6 +23,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/sampled/sampled/internal/sampler"
@@ -31,7 +34,11 @@ const (
 	ModelDefault = "default"
 	ModelFlaky   = "flaky"
 	ModelBroken  = "broken"
+	ModelSlow    = "slow"
 )
+
+// SlowDelay is how long each call of the "slow" model takes.
+const SlowDelay = 2 * time.Second
 
 // maxQuote bounds, in runes, the user text and tool results quoted in
 // answers.
@@ -40,6 +47,8 @@ const maxQuote = 200
 // Provider is the offline provider. Create it with New.
 type Provider struct {
 	schemas *sampler.SchemaCache
+	// after is the clock the slow model waits on (time.After).
+	after func(time.Duration) <-chan time.Time
 }
 
 var _ sampler.Provider = (*Provider)(nil)
@@ -51,18 +60,21 @@ func New(schemas *sampler.SchemaCache) *Provider {
 	if schemas == nil {
 		schemas = sampler.NewSchemaCache(0)
 	}
-	return &Provider{schemas: schemas}
+	return &Provider{schemas: schemas, after: time.After}
 }
 
 // Name returns "offline".
 func (p *Provider) Name() string { return "offline" }
 
-// Models returns the models the provider serves: "default", "flaky" and
-// "broken".
-func (p *Provider) Models() []string { return []string{ModelDefault, ModelFlaky, ModelBroken} }
+// Models returns the models the provider serves: "default", "flaky",
+// "broken" and "slow".
+func (p *Provider) Models() []string {
+	return []string{ModelDefault, ModelFlaky, ModelBroken, ModelSlow}
+}
 
 // Sample answers req deterministically. An empty model is "default"; an
-// unknown one is an error. It returns ctx.Err() when ctx is done.
+// unknown one is an error. "slow" first waits SlowDelay. It returns
+// ctx.Err() as soon as ctx is done, during that wait too.
 func (p *Provider) Sample(ctx context.Context, req *sampler.Request) (*sampler.Response, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -76,6 +88,12 @@ func (p *Provider) Sample(ctx context.Context, req *sampler.Request) (*sampler.R
 	}
 	switch model {
 	case ModelDefault, ModelFlaky, ModelBroken:
+	case ModelSlow:
+		select {
+		case <-p.after(SlowDelay):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	default:
 		return nil, fmt.Errorf("offline: unknown model %q", model)
 	}

@@ -34,7 +34,7 @@ func TestNameAndModels(t *testing.T) {
 	if got := p.Name(); got != "offline" {
 		t.Errorf("Name() = %q, want offline", got)
 	}
-	if diff := cmp.Diff([]string{"default", "flaky", "broken"}, p.Models()); diff != "" {
+	if diff := cmp.Diff([]string{"default", "flaky", "broken", "slow"}, p.Models()); diff != "" {
 		t.Errorf("Models() (-want +got):\n%s", diff)
 	}
 }
