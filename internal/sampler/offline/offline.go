@@ -3,7 +3,10 @@
 // always gives the same response. Plain requests get a visibly synthetic
 // echo of the last user text, schema requests a value generated to satisfy
 // the schema, tools requests a call of the tool the prompt names, with
-// arguments valid against its input schema. Generated values are checked
+// arguments valid against its input schema whose strings come from the
+// user's text (never from the schema's examples, which answer another
+// question): the arithmetic of "calculate 2 * (3 + 4)" for an expression,
+// the whole text for a text or query, a proper name for a city. Generated values are checked
 // with the compiled schemas of sampler.SchemaCache, the validator the
 // service itself uses.
 //
