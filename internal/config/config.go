@@ -249,6 +249,12 @@ type MCPServer struct {
 	// Sampling is the server's policy for the sampling/createMessage
 	// requests it sends sampled.
 	Sampling Sampling `yaml:"sampling" json:"sampling,omitzero"`
+	// Required makes the service not ready (/readyz answers 503) while
+	// the server is not connected. By default a server that is down
+	// degrades the service without failing readiness: /readyz and
+	// GET /v1/tools show it, its tools answer isError results, and
+	// sampling and the other tools keep working.
+	Required bool `yaml:"required" json:"required,omitempty"`
 }
 
 // Sampling is what one MCP server may ask of sampled as its sampling

@@ -144,6 +144,7 @@ mcpServers:
   git:
     command: mcp-server-git
     args: ["--repository", "."]
+    required: true
     sampling:
       models: [fast, offline/default]
       maxTokens: 2000
@@ -171,7 +172,7 @@ func TestFile(t *testing.T) {
 	if c.Providers[0].APIKey.Reveal() != "sk-openai-secret" || c.Providers[1].APIKey.Reveal() != "sk-ant-secret" {
 		t.Error("keys not resolved")
 	}
-	if len(c.MCPServers) != 2 || c.MCPServers["git"].Command != "mcp-server-git" {
+	if len(c.MCPServers) != 2 || c.MCPServers["git"].Command != "mcp-server-git" || !c.MCPServers["git"].Required || c.MCPServers["remote"].Required {
 		t.Errorf("mcpServers = %+v", c.MCPServers)
 	}
 	wantSampling := Sampling{Models: []string{"fast", "offline/default"}, MaxTokens: 2000, RequestsPerMinute: 30,
