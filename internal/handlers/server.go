@@ -472,11 +472,16 @@ func (s *server) handleHealthz(w http.ResponseWriter, r *http.Request) {
 
 // handleReadyz answers whether the service can serve (s.ready), and shows
 // the MCP servers: one that is down and not required degrades the service
-// without failing readiness, and is named in "degraded".
+// without failing readiness, and is named in "degraded". /readyz is open
+// to callers without a key, so why a server is down (an error that may
+// name internal addresses) is left to GET /v1/tools.
 func (s *server) handleReadyz(w http.ResponseWriter, r *http.Request) {
 	var servers []tools.ServerStatus
 	if s.tools != nil {
 		servers = s.tools.Status()
+		for i := range servers {
+			servers[i].Error = ""
+		}
 	}
 	if s.ready != nil {
 		if err := s.ready(r.Context()); err != nil {
