@@ -249,6 +249,12 @@ type MCPServer struct {
 	// Sampling is the server's policy for the sampling/createMessage
 	// requests it sends sampled.
 	Sampling Sampling `yaml:"sampling" json:"sampling,omitzero"`
+	// Required makes the service not ready (/readyz answers 503) while
+	// the server is not connected. By default a server that is down
+	// degrades the service without failing readiness: /readyz and
+	// GET /v1/tools show it, its tools answer isError results, and
+	// sampling and the other tools keep working.
+	Required bool `yaml:"required" json:"required,omitempty"`
 }
 
 // Sampling is what one MCP server may ask of sampled as its sampling
@@ -423,15 +429,15 @@ func Load(getenv func(string) string, readFile func(string) ([]byte, error)) (*C
 	return c, nil
 }
 
-// offlineProvider lists the offline provider's models: default, and the
-// fault models flaky and broken.
+// offlineProvider lists the offline provider's models: default, the
+// fault models flaky and broken, and slow (each call takes seconds).
 func offlineProvider() Provider {
-	one := 1.0
-	half := 0.5
+	zero, half, one := 0.0, 0.5, 1.0
 	return Provider{Name: "offline", Type: TypeOffline, Models: []Model{
 		{Name: "default", Cost: &one, Speed: &one, Intelligence: &half},
 		{Name: "flaky", Cost: &one, Speed: &one, Intelligence: &half},
 		{Name: "broken", Cost: &one, Speed: &one, Intelligence: &half},
+		{Name: "slow", Cost: &one, Speed: &zero, Intelligence: &half},
 	}}
 }
 

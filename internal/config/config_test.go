@@ -50,7 +50,7 @@ func TestFileAndEnvProviders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{"openai/gpt-4o-mini", "offline/default", "offline/flaky", "offline/broken"}, ids(c)); diff != "" {
+	if diff := cmp.Diff([]string{"openai/gpt-4o-mini", "offline/default", "offline/flaky", "offline/broken", "offline/slow"}, ids(c)); diff != "" {
 		t.Errorf("models (-want +got):\n%s", diff)
 	}
 	if c.Default != "openai/gpt-4o-mini" || len(c.MCPServers) != 1 {
@@ -89,14 +89,14 @@ func TestFromEnv(t *testing.T) {
 		wantIDs     []string
 		wantDefault string
 	}{
-		{name: "nothing: offline", env: nil, wantIDs: []string{"offline/default", "offline/flaky", "offline/broken"}},
-		{name: "offline flaky default", env: map[string]string{"SAMPLING_MODEL": "flaky"}, wantIDs: []string{"offline/default", "offline/flaky", "offline/broken"}, wantDefault: "offline/flaky"},
+		{name: "nothing: offline", env: nil, wantIDs: []string{"offline/default", "offline/flaky", "offline/broken", "offline/slow"}},
+		{name: "offline flaky default", env: map[string]string{"SAMPLING_MODEL": "flaky"}, wantIDs: []string{"offline/default", "offline/flaky", "offline/broken", "offline/slow"}, wantDefault: "offline/flaky"},
 		{name: "openai", env: map[string]string{"SAMPLING_PROVIDER": "openai", "SAMPLING_API_KEY": "sk-1", "SAMPLING_MODEL": "gpt-4.1"},
-			wantIDs: []string{"openai/gpt-4.1", "offline/default", "offline/flaky", "offline/broken"}, wantDefault: "openai/gpt-4.1"},
+			wantIDs: []string{"openai/gpt-4.1", "offline/default", "offline/flaky", "offline/broken", "offline/slow"}, wantDefault: "openai/gpt-4.1"},
 		{name: "ollama without key", env: map[string]string{"SAMPLING_PROVIDER": "ollama", "SAMPLING_ENDPOINT": "http://127.0.0.1:11434"},
-			wantIDs: []string{"ollama/llama3.2", "offline/default", "offline/flaky", "offline/broken"}, wantDefault: "ollama/llama3.2"},
+			wantIDs: []string{"ollama/llama3.2", "offline/default", "offline/flaky", "offline/broken", "offline/slow"}, wantDefault: "ollama/llama3.2"},
 		{name: "openai-compatible server without key", env: map[string]string{"SAMPLING_PROVIDER": "openai", "SAMPLING_ENDPOINT": "http://127.0.0.1:8000/v1", "SAMPLING_MODEL": "qwen"},
-			wantIDs: []string{"openai/qwen", "offline/default", "offline/flaky", "offline/broken"}, wantDefault: "openai/qwen"},
+			wantIDs: []string{"openai/qwen", "offline/default", "offline/flaky", "offline/broken", "offline/slow"}, wantDefault: "openai/qwen"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -144,6 +144,7 @@ mcpServers:
   git:
     command: mcp-server-git
     args: ["--repository", "."]
+    required: true
     sampling:
       models: [fast, offline/default]
       maxTokens: 2000
@@ -164,14 +165,14 @@ func TestFile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"openai/gpt-4o-mini", "claude/claude-sonnet-4-5", "local/llama3.2", "offline/default", "offline/flaky", "offline/broken"}
+	want := []string{"openai/gpt-4o-mini", "claude/claude-sonnet-4-5", "local/llama3.2", "offline/default", "offline/flaky", "offline/broken", "offline/slow"}
 	if diff := cmp.Diff(want, ids(c)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 	if c.Providers[0].APIKey.Reveal() != "sk-openai-secret" || c.Providers[1].APIKey.Reveal() != "sk-ant-secret" {
 		t.Error("keys not resolved")
 	}
-	if len(c.MCPServers) != 2 || c.MCPServers["git"].Command != "mcp-server-git" {
+	if len(c.MCPServers) != 2 || c.MCPServers["git"].Command != "mcp-server-git" || !c.MCPServers["git"].Required || c.MCPServers["remote"].Required {
 		t.Errorf("mcpServers = %+v", c.MCPServers)
 	}
 	wantSampling := Sampling{Models: []string{"fast", "offline/default"}, MaxTokens: 2000, RequestsPerMinute: 30,

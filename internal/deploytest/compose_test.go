@@ -469,7 +469,7 @@ func composePrometheusAgrees(t *testing.T, services map[string]any, mounts []com
 			t.Errorf("prometheus: rule file %s (%s on the host) does not exist", rf, composeRel(h))
 		}
 	}
-	scraped := false
+	scraped := map[string]bool{} // the services some job scrapes
 	for _, sc := range conf.ScrapeConfigs {
 		for _, st := range sc.StaticConfigs {
 			for _, target := range st.Targets {
@@ -489,11 +489,19 @@ func composePrometheusAgrees(t *testing.T, services map[string]any, mounts []com
 				if !slices.Contains(composeContainerPorts(composeMap(svc)), port) {
 					t.Errorf("prometheus: job %s scrapes %s, but %s listens on %v", sc.JobName, target, h, composeContainerPorts(composeMap(svc)))
 				}
-				scraped = scraped || h == "sampled"
+				scraped[h] = true
 			}
 		}
 	}
-	if !scraped {
+	// Every service running sampled's image (sampled, sampled-ollama) is
+	// scraped, whatever its profile.
+	image := composeMap(services["sampled"])["image"]
+	for name, svc := range services {
+		if img := composeMap(svc)["image"]; image != nil && img == image && !scraped[name] {
+			t.Errorf("%s: no job scrapes %s, which runs sampled (%v)", composeRel(host), name, img)
+		}
+	}
+	if !scraped["sampled"] {
 		t.Errorf("%s: no job scrapes sampled", composeRel(host))
 	}
 }

@@ -60,6 +60,21 @@ func flakyOpenAI() *httptest.Server {
 	}))
 }
 
+// lazySeriesTarget serves, in Prometheus' text format, the upstream call
+// histogram of a provider "lazy" whose calls all succeed and whose "error"
+// series was never created; every scrape counts one more call.
+func lazySeriesTarget() *httptest.Server {
+	var n atomic.Int64
+	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		c := n.Add(1)
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		const series = `sampled_upstream_request_duration_seconds`
+		const labels = `model="lazy/m",outcome="ok",provider="lazy"`
+		fmt.Fprintf(w, "# HELP %s Upstream calls.\n# TYPE %s histogram\n", series, series)
+		fmt.Fprintf(w, "%s_bucket{%s,le=\"+Inf\"} %d\n%s_sum{%s} %d\n%s_count{%s} %d\n", series, labels, c, series, labels, c, series, labels, c)
+	}))
+}
+
 // TestDashboardAndAlertsAgainstPrometheus starts sampled and a real
 // Prometheus scraping it every second, drives a mixed load, then evaluates
 // every dashboard panel and every alert expression through Prometheus' HTTP
@@ -78,8 +93,11 @@ func TestDashboardAndAlertsAgainstPrometheus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := fmt.Sprintf("mcpServers:\n  test:\n    command: %q\n", bin) + fmt.Sprintf("providers:\n  - name: openai\n    type: openai\n    endpoint: %s/v1\n    models:\n      - name: gpt-4o-mini\n"+
-		"  - name: down\n    type: openai\n    endpoint: http://%s/v1\n    models:\n      - name: gone\n", up.URL, down) +
+	// Required: /readyz answers 200 once it is connected.
+	cfg := fmt.Sprintf("mcpServers:\n  test:\n    command: %q\n    required: true\n", bin) + fmt.Sprintf("providers:\n  - name: openai\n    type: openai\n    endpoint: %s/v1\n    models:\n      - name: gpt-4o-mini\n"+
+		"  - name: down\n    type: openai\n    endpoint: http://%s/v1\n    models:\n      - name: gone\n"+
+		// A provider nothing calls: its error ratio is 0/0.
+		"  - name: idle\n    type: ollama\n    endpoint: http://%s\n    models:\n      - name: unused\n", up.URL, down, down) +
 		// The load's key, and one with a rate of 1 a minute for the 429s.
 		"apiKeys:\n  - name: load\n    hash: sha256:fd52c3bcf1d6a473c274a3ec97f5976e15a937e15781b72b402048e071e45a3f\n    requestsPerMinute: 100000\n" +
 		"  - name: tight\n    hash: sha256:b8ee3a6240fd78b3585e7004865fc33738434cc17ae9b31a177c46c88599bd33\n    requestsPerMinute: 1\n"
@@ -116,8 +134,14 @@ func TestDashboardAndAlertsAgainstPrometheus(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "alerts.yml"), rules, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	promCfg := fmt.Sprintf("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files: [%q]\nscrape_configs:\n  - job_name: sampled\n    static_configs:\n      - targets: [%q]\n",
-		filepath.Join(dir, "alerts.yml"), target)
+	// A second job exposes the calls of a provider without any error
+	// series (a process that creates series on first use), to check that
+	// the error ratio still says 0.
+	legacy := lazySeriesTarget()
+	defer legacy.Close()
+	promCfg := fmt.Sprintf("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files: [%q]\nscrape_configs:\n  - job_name: sampled\n    static_configs:\n      - targets: [%q]\n"+
+		"  - job_name: lazy\n    static_configs:\n      - targets: [%q]\n",
+		filepath.Join(dir, "alerts.yml"), target, strings.TrimPrefix(legacy.URL, "http://"))
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(promCfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -173,6 +197,40 @@ func TestDashboardAndAlertsAgainstPrometheus(t *testing.T) {
 			checkSeries(t, api, withoutComparison(e.expr))
 		})
 	}
+	// A provider without failed calls shows a ratio of 0, not "No data":
+	// offline (called, its error series at 0), idle (never called: 0/0)
+	// and lazy (called, no error series at all); the flaky fake and the
+	// provider that is down show their ratios.
+	t.Run("upstream error ratio of a healthy provider", func(t *testing.T) {
+		var expr string
+		for _, e := range dashboardExprs(t) {
+			if strings.HasPrefix(e.title, "Upstream error ratio/") {
+				expr = e.expr
+			}
+		}
+		if expr == "" {
+			t.Fatal("no panel Upstream error ratio")
+		}
+		v, err := query(api, expr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]float64{}
+		for _, s := range v {
+			got[s.Metric["provider"]] = number(s)
+		}
+		for _, p := range []string{"offline", "idle", "lazy"} {
+			if r, ok := got[p]; !ok || r != 0 {
+				t.Errorf("%s: ratio %v (present %v), want 0; all: %v", p, r, ok, got)
+			}
+		}
+		if r := got["openai"]; r <= 0 || r >= 1 {
+			t.Errorf("openai (every third call fails): ratio %v, want between 0 and 1; all: %v", r, got)
+		}
+		if r := got["down"]; r != 1 {
+			t.Errorf("down: ratio %v, want 1; all: %v", r, got)
+		}
+	})
 	// Prometheus loaded and evaluated every rule without errors.
 	testwait.Poll(t, 250*time.Millisecond, 30*time.Second, "rules evaluated", func() bool {
 		ok, _ := rulesHealthy(api)

@@ -28,6 +28,7 @@ import (
 	"github.com/sampled/sampled/internal/access"
 	"github.com/sampled/sampled/internal/metrics"
 	"github.com/sampled/sampled/internal/sampler"
+	"github.com/sampled/sampled/internal/tools"
 )
 
 // Config holds the dependencies of the HTTP layer. Zero values mean the
@@ -469,14 +470,43 @@ func (s *server) handleHealthz(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 }
 
+// handleReadyz answers whether the service can serve (s.ready), and shows
+// the MCP servers: one that is down and not required degrades the service
+// without failing readiness, and is named in "degraded". /readyz is open
+// to callers without a key, so why a server is down (an error that may
+// name internal addresses) is left to GET /v1/tools.
 func (s *server) handleReadyz(w http.ResponseWriter, r *http.Request) {
+	var servers []tools.ServerStatus
+	if s.tools != nil {
+		servers = s.tools.Status()
+		for i := range servers {
+			servers[i].Error = ""
+		}
+	}
 	if s.ready != nil {
 		if err := s.ready(r.Context()); err != nil {
-			s.writeProblem(w, r, Problem{Type: problemBase + "not-ready", Title: "Not ready", Status: http.StatusServiceUnavailable, Detail: err.Error()})
+			p := Problem{Type: problemBase + "not-ready", Title: "Not ready", Status: http.StatusServiceUnavailable, Detail: err.Error()}
+			if servers != nil {
+				p.Extensions = map[string]any{"mcpServers": servers}
+			}
+			s.writeProblem(w, r, p)
 			return
 		}
 	}
-	s.writeJSON(w, http.StatusOK, map[string]string{"status": "ready"})
+	body := map[string]any{"status": "ready"}
+	if servers != nil {
+		body["mcpServers"] = servers
+		var degraded []string
+		for _, st := range servers {
+			if !st.Connected {
+				degraded = append(degraded, st.Name)
+			}
+		}
+		if degraded != nil {
+			body["degraded"] = degraded
+		}
+	}
+	s.writeJSON(w, http.StatusOK, body)
 }
 
 func (s *server) handleOpenAPI(w http.ResponseWriter, r *http.Request) {

@@ -7,8 +7,13 @@ import (
 )
 
 // ErrUnknownModel is returned for a model that is neither a configured
-// "provider/model" ID nor an alias.
+// "provider/model" ID, an alias, nor the bare name of exactly one
+// configured model.
 var ErrUnknownModel = errors.New("unknown model")
+
+// ErrAmbiguousModel is returned for a bare model name that several
+// providers offer; its message names the candidates.
+var ErrAmbiguousModel = errors.New("ambiguous model")
 
 // Model is one configured model. Scores are in [0,1], higher is better:
 // Cost 1 is the cheapest, Speed 1 the fastest, Intelligence 1 the most able.
@@ -34,16 +39,20 @@ type Catalog struct {
 	models  []Model
 	byID    map[string]int
 	aliases map[string]int
-	def     int
+	// byName lists, per bare model name, the models of that name in
+	// configuration order.
+	byName map[string][]int
+	def    int
 }
 
 // NewCatalog indexes models. defaultID names the default model (an ID or
 // alias); empty means the first model. It trusts the rules config.Load
 // checks: IDs and aliases unique, fallbacks and the default configured.
 func NewCatalog(models []Model, defaultID string) *Catalog {
-	c := &Catalog{models: models, byID: map[string]int{}, aliases: map[string]int{}}
+	c := &Catalog{models: models, byID: map[string]int{}, aliases: map[string]int{}, byName: map[string][]int{}}
 	for i, m := range models {
 		c.byID[m.ID()] = i
+		c.byName[m.Name] = append(c.byName[m.Name], i)
 		for _, a := range m.Aliases {
 			c.aliases[a] = i
 		}
@@ -60,17 +69,41 @@ func (c *Catalog) lookup(spec string) (int, bool) {
 	return i, ok
 }
 
+// resolve finds a model by ID, alias or, failing both, bare name: the
+// name a provider knows the model by, when exactly one provider offers it.
+func (c *Catalog) resolve(spec string) (int, error) {
+	if i, ok := c.lookup(spec); ok {
+		return i, nil
+	}
+	switch named := c.byName[spec]; len(named) {
+	case 0:
+		return 0, fmt.Errorf("%w %q", ErrUnknownModel, spec)
+	case 1:
+		return named[0], nil
+	default:
+		ids := make([]string, len(named))
+		for k, i := range named {
+			ids[k] = c.models[i].ID()
+		}
+		return 0, fmt.Errorf("%w %q: offered by %s; name one of them", ErrAmbiguousModel, spec, strings.Join(ids, ", "))
+	}
+}
+
 // Models returns the configured models in configuration order.
 func (c *Catalog) Models() []Model { return append([]Model(nil), c.models...) }
 
 // Default returns the default model.
 func (c *Catalog) Default() Model { return c.models[c.def] }
 
-// Lookup finds a model by ID or alias.
+// Lookup finds a model by ID ("provider/name"), alias, or bare name (the
+// name its provider knows it by, e.g. "gpt-4o-mini") when exactly one
+// provider offers a model of that name. An ID or alias wins over a bare
+// name. The error wraps ErrUnknownModel, or ErrAmbiguousModel with the
+// candidate IDs when several providers offer the bare name.
 func (c *Catalog) Lookup(spec string) (Model, error) {
-	i, ok := c.lookup(spec)
-	if !ok {
-		return Model{}, fmt.Errorf("%w %q", ErrUnknownModel, spec)
+	i, err := c.resolve(spec)
+	if err != nil {
+		return Model{}, err
 	}
 	return c.models[i], nil
 }

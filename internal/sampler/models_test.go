@@ -17,6 +17,9 @@ func testCatalog(t *testing.T) *Catalog {
 		{Provider: "anthropic", Name: "claude-sonnet-4-5", Aliases: []string{"smart"}, Cost: 0.3, Speed: 0.5, Intelligence: 0.95, Fallbacks: []string{"openai/gpt-4o"}},
 		{Provider: "anthropic", Name: "claude-haiku-4-5", Cost: 0.8, Speed: 0.95, Intelligence: 0.6},
 		{Provider: "ollama", Name: "llama3.2", Cost: 1, Speed: 0.4, Intelligence: 0.3},
+		{Provider: "ollama", Name: "llama3.2:8b", Cost: 1, Speed: 0.3, Intelligence: 0.4},
+		{Provider: "vllm", Name: "llama3.2:8b", Cost: 1, Speed: 0.5, Intelligence: 0.4},
+		{Provider: "vllm", Name: "fast", Cost: 1, Speed: 0.5, Intelligence: 0.4},
 	}, "openai/gpt-4o-mini")
 	return c
 }
@@ -35,6 +38,12 @@ func TestCatalogSelect(t *testing.T) {
 		{name: "explicit alias", spec: "smart", want: "anthropic/claude-sonnet-4-5"},
 		{name: "explicit wins over hints", spec: "fast", prefs: &ModelPreferences{Hints: []ModelHint{{Name: "claude"}}}, want: "openai/gpt-4o-mini"},
 		{name: "unknown explicit", spec: "openai/gpt-5", wantErr: ErrUnknownModel},
+		{name: "bare name of one provider", spec: "gpt-4o-mini", want: "openai/gpt-4o-mini"},
+		{name: "bare name of another provider", spec: "llama3.2", want: "ollama/llama3.2"},
+		{name: "bare name offered twice", spec: "llama3.2:8b", wantErr: ErrAmbiguousModel},
+		{name: "unknown bare name", spec: "gpt-5", wantErr: ErrUnknownModel},
+		{name: "bare name is not a substring match", spec: "llama", wantErr: ErrUnknownModel},
+		{name: "alias wins over a bare name", spec: "fast", want: "openai/gpt-4o-mini"},
 		{name: "hint substring", prefs: &ModelPreferences{Hints: []ModelHint{{Name: "sonnet"}}}, want: "anthropic/claude-sonnet-4-5"},
 		{name: "first matching hint wins", prefs: &ModelPreferences{Hints: []ModelHint{{Name: "gemini"}, {Name: "llama"}, {Name: "claude"}}}, want: "ollama/llama3.2"},
 		{name: "hint is case-insensitive", prefs: &ModelPreferences{Hints: []ModelHint{{Name: "HAIKU"}}}, want: "anthropic/claude-haiku-4-5"},
@@ -60,5 +69,18 @@ func TestCatalogSelect(t *testing.T) {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestCatalogAmbiguousNamesCandidates checks that the error of a bare name
+// several providers offer names each of them, so that the caller can pick.
+func TestCatalogAmbiguousNamesCandidates(t *testing.T) {
+	_, err := testCatalog(t).Lookup("llama3.2:8b")
+	want := `ambiguous model "llama3.2:8b": offered by ollama/llama3.2:8b, vllm/llama3.2:8b; name one of them`
+	if err == nil {
+		t.Fatal("no error")
+	}
+	if diff := cmp.Diff(want, err.Error()); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
 	}
 }

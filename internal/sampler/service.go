@@ -243,7 +243,7 @@ func (s *Service) prepare(p *Params) (Model, error) {
 	var errs []FieldError
 	model, err := s.catalog.Select(p.ModelSpec, p.ModelPreferences)
 	if err != nil {
-		errs = append(errs, FieldError{Path: "/model", Message: fmt.Sprintf("unknown model %q", p.ModelSpec)})
+		errs = append(errs, FieldError{Path: "/model", Message: err.Error()})
 	}
 	errs = append(errs, checkRequest(p, s.schemas)...)
 	return model, InvalidAll(errs)

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -112,11 +113,40 @@ func TestStartErrors(t *testing.T) {
 		}
 	})
 
-	t.Run("a command that does not exist", func(t *testing.T) {
+	t.Run("a required command that does not exist", func(t *testing.T) {
+		r := start(t, Options{Servers: map[string]config.MCPServer{"ghost": {Command: "/nonexistent/mcp-server", Required: true}}})
+		waitFor(t, r, "a failed start", func() bool { return statusOf(t, r, "ghost").Error != "connecting" })
+		if err := r.Ready(); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "ghost (") {
+			t.Errorf("Ready = %v, want an error naming ghost", err)
+		}
+		mustCall(t, r, "std__now", nil)
+	})
+
+	// The example configuration's servers need uvx, which a machine may
+	// lack: a server that is not required degrades the registry (its
+	// status says why) without making it not ready.
+	t.Run("an optional command that does not exist", func(t *testing.T) {
+		r := start(t, Options{Servers: map[string]config.MCPServer{
+			"ghost": {Command: "/nonexistent/mcp-server"},
+			"must":  {Command: "/nonexistent/other-server", Required: true},
+		}})
+		waitFor(t, r, "failed starts", func() bool {
+			return statusOf(t, r, "ghost").Error != "connecting" && statusOf(t, r, "must").Error != "connecting"
+		})
+		err := r.Ready()
+		if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "must (") || strings.Contains(err.Error(), "ghost") {
+			t.Errorf("Ready = %v, want an error naming must alone", err)
+		}
+		if st := statusOf(t, r, "ghost"); st.Connected || st.Required || st.Error == "" {
+			t.Errorf("status %+v, want not connected, not required, with its error", st)
+		}
+	})
+
+	t.Run("optional servers down: ready", func(t *testing.T) {
 		r := start(t, Options{Servers: map[string]config.MCPServer{"ghost": {Command: "/nonexistent/mcp-server"}}})
 		waitFor(t, r, "a failed start", func() bool { return statusOf(t, r, "ghost").Error != "connecting" })
-		if err := r.Ready(); err == nil {
-			t.Error("Ready = nil")
+		if err := r.Ready(); err != nil {
+			t.Errorf("Ready = %v, want nil: ghost is not required", err)
 		}
 		mustCall(t, r, "std__now", nil)
 	})

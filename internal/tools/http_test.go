@@ -130,18 +130,19 @@ func closedURL(t *testing.T) string {
 }
 
 // TestHTTPDown checks that a server that is down at start is reported and
-// leaves the rest of the registry working.
+// leaves the rest of the registry working; being required, it makes the
+// registry not ready.
 func TestHTTPDown(t *testing.T) {
 	t.Parallel()
 	r := start(t, Options{
-		Servers:    map[string]config.MCPServer{"down": {URL: closedURL(t)}},
+		Servers:    map[string]config.MCPServer{"down": {URL: closedURL(t), Required: true}},
 		MinBackoff: 10 * time.Millisecond,
 		MaxBackoff: 50 * time.Millisecond,
 	})
 	waitFor(t, r, "a failed connection", func() bool { return statusOf(t, r, "down").Error != "connecting" })
 
 	st := statusOf(t, r, "down")
-	if st.Connected || !strings.Contains(st.Error, "connect") || st.Transport != "http" || st.Tools != 0 {
+	if st.Connected || !strings.Contains(st.Error, "connect") || st.Transport != "http" || st.Tools != 0 || !st.Required {
 		t.Errorf("status %+v, want disconnected with an error", st)
 	}
 	err := r.Ready()
@@ -173,7 +174,7 @@ func TestHTTPLater(t *testing.T) {
 	t.Cleanup(ts.Close)
 
 	r := start(t, Options{
-		Servers:    map[string]config.MCPServer{"later": {URL: ts.URL}},
+		Servers:    map[string]config.MCPServer{"later": {URL: ts.URL, Required: true}},
 		DisableStd: true,
 		MinBackoff: 10 * time.Millisecond,
 		MaxBackoff: 50 * time.Millisecond,
@@ -217,7 +218,7 @@ func TestHTTPChild(t *testing.T) {
 		t.Fatalf("URL %q", url)
 	}
 
-	r := start(t, Options{Servers: map[string]config.MCPServer{"child": {URL: url}}, DisableStd: true})
+	r := start(t, Options{Servers: map[string]config.MCPServer{"child": {URL: url, Required: true}}, DisableStd: true})
 	waitConnected(t, r, "child")
 	want := []string{"child__add", "child__add_tool", "child__crash", "child__echo", "child__fail", "child__getenv", "child__pid", "child__slow"}
 	if diff := cmp.Diff(want, toolNames(r, "child")); diff != "" {

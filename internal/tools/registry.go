@@ -73,6 +73,7 @@ type server struct {
 	refresh   chan struct{} // one pending re-list of tools
 	check     chan struct{} // one pending liveness check
 	idle      interface{ CloseIdleConnections() }
+	required  bool // readiness needs the server connected
 
 	// Guarded by Registry.mu.
 	depths   map[int]int        // calls in flight by sampling depth (> 0)
@@ -130,6 +131,7 @@ func Start(ctx context.Context, o Options) (*Registry, error) {
 			return nil, fmt.Errorf("tools: mcpServers.%s: the name is reserved for the built-in server (disable it to reuse the name)", name)
 		}
 		s := newServer(name)
+		s.required = cfg.Required
 		slogger := logger.With("mcpServer", name)
 		// config.Load checked that each server has a command or a URL.
 		if cfg.Command != "" {
@@ -476,7 +478,7 @@ func (r *Registry) Status() []ServerStatus {
 	out := make([]ServerStatus, 0, len(r.names))
 	for _, name := range r.names {
 		s := r.servers[name]
-		st := ServerStatus{Name: name, Transport: s.transport, Connected: s.session != nil, Tools: len(s.tools)}
+		st := ServerStatus{Name: name, Transport: s.transport, Connected: s.session != nil, Tools: len(s.tools), Required: s.required}
 		if s.session == nil {
 			st.Error = s.err
 		}
@@ -485,17 +487,20 @@ func (r *Registry) Status() []ServerStatus {
 	return out
 }
 
-// Ready returns nil when every server is connected, else an error wrapping
-// [ErrUnavailable] that names the servers that are not, with the reason.
+// Ready returns nil when every required server (config.MCPServer.Required)
+// is connected, else an error wrapping [ErrUnavailable] that names the
+// required servers that are not, with the reason. A server that is not
+// required and not connected only degrades the registry: [Registry.Status]
+// shows it, and calls of its tools fail.
 func (r *Registry) Ready() error {
 	var down []string
 	for _, st := range r.Status() {
-		if !st.Connected {
+		if st.Required && !st.Connected {
 			down = append(down, fmt.Sprintf("%s (%s)", st.Name, st.Error))
 		}
 	}
 	if len(down) > 0 {
-		return fmt.Errorf("%w: %s", ErrUnavailable, strings.Join(down, ", "))
+		return fmt.Errorf("%w: required MCP servers not connected: %s", ErrUnavailable, strings.Join(down, ", "))
 	}
 	return nil
 }

@@ -18,7 +18,8 @@ import (
 )
 
 // The input schemas of the std tools. They carry descriptions and examples
-// so that a model (the offline one included) can produce meaningful calls.
+// so that a model can produce meaningful calls. (The offline model does not
+// copy the examples: its arguments come from the prompt's text.)
 const (
 	calculateSchema = `{
   "type": "object",

@@ -27,9 +27,10 @@ func TestStdio(t *testing.T) {
 	m := metrics.New(prometheus.NewRegistry())
 	r := start(t, Options{
 		Servers: map[string]config.MCPServer{"stdio": {
-			Command: mcpServer(t),
-			Args:    []string{"-refuse", refuse},
-			Env:     map[string]string{"MCPSERVER_GREETING": "bonjour"},
+			Command:  mcpServer(t),
+			Args:     []string{"-refuse", refuse},
+			Env:      map[string]string{"MCPSERVER_GREETING": "bonjour"},
+			Required: true,
 		}},
 		DisableStd: true,
 		Metrics:    m,
@@ -55,7 +56,7 @@ func TestStdio(t *testing.T) {
 		if echo.Original != "echo" || echo.Server != "stdio" || echo.Description != "Echo the text." || schema.Type != "object" || schema.Properties["text"] == nil {
 			t.Errorf("echo = %+v", echo)
 		}
-		want := []ServerStatus{{Name: "stdio", Transport: "stdio", Connected: true, Tools: 8}}
+		want := []ServerStatus{{Name: "stdio", Transport: "stdio", Connected: true, Tools: 8, Required: true}}
 		if diff := cmp.Diff(want, r.Status()); diff != "" {
 			t.Errorf("Status (-want +got):\n%s", diff)
 		}

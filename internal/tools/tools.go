@@ -105,6 +105,9 @@ type ServerStatus struct {
 	// Tools counts the server's listed tools; a disconnected server keeps
 	// the tools it listed last.
 	Tools int `json:"tools"`
+	// Required reports the server's mcpServers.<name>.required: while a
+	// required server is not connected the registry is not ready.
+	Required bool `json:"required"`
 }
 
 // Options configures [Start]. The zero value starts the built-in std server

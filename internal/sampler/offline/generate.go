@@ -57,18 +57,21 @@ var ErrTooLarge = fmt.Errorf("the schema asks for a value larger than the %d byt
 // while the validator finds errors it builds again, with other choices (a
 // variant, an anyOf/oneOf/if branch, an optional member left out) at the
 // places the errors point to, at most maxRounds times. When no value
-// validates it returns the one with the fewest errors. forceObject adds
-// {"type":"object"} to the root, as tool arguments are always objects. The
-// same arguments always give the same bytes.
-func generate(ctx context.Context, compiled *sampler.Schema, raw json.RawMessage, seed string, forceObject bool) (json.RawMessage, bool, error) {
+// validates it returns the one with the fewest errors. toolArgs says the
+// value is a tool call's arguments: the root gets {"type":"object"}, as
+// arguments are always objects, and the schema's examples are not copied —
+// an example answers the question of whoever wrote the schema, not the
+// user's, so strings come from the user's text (seed) instead. The same
+// arguments always give the same bytes.
+func generate(ctx context.Context, compiled *sampler.Schema, raw json.RawMessage, seed string, toolArgs bool) (json.RawMessage, bool, error) {
 	doc, err := decodeSchema(raw)
 	if err != nil {
 		return nil, false, fmt.Errorf("offline: schema: %w", err)
 	}
-	g := &generator{doc: doc, seed: seed, words: contentWords(seed), tries: map[string]int{},
+	g := &generator{doc: doc, seed: seed, words: contentWords(seed), noExamples: toolArgs, tries: map[string]int{},
 		optional: map[string]bool{}, dropped: map[string]bool{}, regexps: map[string]*regexp.Regexp{}}
 	nodes := []*schema{doc.root}
-	if forceObject {
+	if toolArgs {
 		nodes = append(nodes, &schema{Type: "object"})
 	}
 	var best json.RawMessage
@@ -108,6 +111,8 @@ type generator struct {
 	doc   *document
 	seed  string
 	words []string
+	// noExamples leaves the schemas' examples out of the values tried.
+	noExamples bool
 	// budget counts down the generations of this round; total and text
 	// count the generations and string bytes of all rounds.
 	budget, total, text int
@@ -296,14 +301,18 @@ func (g *generator) addNode(v *view, s *schema, c conj, refDepth int) {
 	if s.Enum != nil {
 		v.enums = append(v.enums, s.Enum)
 	}
-	if len(s.Examples) > 0 {
-		v.samples = append(v.samples, s.Examples[0])
+	examples := s.Examples
+	if g.noExamples {
+		examples = nil
+	}
+	if len(examples) > 0 {
+		v.samples = append(v.samples, examples[0])
 	}
 	if s.Default != nil {
 		v.samples = append(v.samples, s.Default)
 	}
-	if len(s.Examples) > 1 {
-		v.samples = append(v.samples, s.Examples[1:]...)
+	if len(examples) > 1 {
+		v.samples = append(v.samples, examples[1:]...)
 	}
 	addNumeric(v, s)
 	addString(v, s)

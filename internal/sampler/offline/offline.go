@@ -3,7 +3,10 @@
 // always gives the same response. Plain requests get a visibly synthetic
 // echo of the last user text, schema requests a value generated to satisfy
 // the schema, tools requests a call of the tool the prompt names, with
-// arguments valid against its input schema. Generated values are checked
+// arguments valid against its input schema whose strings come from the
+// user's text (never from the schema's examples, which answer another
+// question): the arithmetic of "calculate 2 * (3 + 4)" for an expression,
+// the whole text for a text or query, a proper name for a city. Generated values are checked
 // with the compiled schemas of sampler.SchemaCache, the validator the
 // service itself uses.
 //
@@ -12,6 +15,8 @@
 // (malformed JSON in schema mode, no tool call in tools mode) and "broken"
 // breaks every attempt. Flaky tells a first attempt from the conversation:
 // a retry carries flaky's broken answer followed by a corrective user turn.
+// A fourth model, "slow", answers as "default" does after SlowDelay, so
+// that a loop runs long enough to be watched and cancelled.
 package offline
 
 import (
@@ -21,6 +26,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/sampled/sampled/internal/sampler"
@@ -31,7 +37,11 @@ const (
 	ModelDefault = "default"
 	ModelFlaky   = "flaky"
 	ModelBroken  = "broken"
+	ModelSlow    = "slow"
 )
+
+// SlowDelay is how long each call of the "slow" model takes.
+const SlowDelay = 2 * time.Second
 
 // maxQuote bounds, in runes, the user text and tool results quoted in
 // answers.
@@ -40,6 +50,8 @@ const maxQuote = 200
 // Provider is the offline provider. Create it with New.
 type Provider struct {
 	schemas *sampler.SchemaCache
+	// after is the clock the slow model waits on (time.After).
+	after func(time.Duration) <-chan time.Time
 }
 
 var _ sampler.Provider = (*Provider)(nil)
@@ -51,18 +63,21 @@ func New(schemas *sampler.SchemaCache) *Provider {
 	if schemas == nil {
 		schemas = sampler.NewSchemaCache(0)
 	}
-	return &Provider{schemas: schemas}
+	return &Provider{schemas: schemas, after: time.After}
 }
 
 // Name returns "offline".
 func (p *Provider) Name() string { return "offline" }
 
-// Models returns the models the provider serves: "default", "flaky" and
-// "broken".
-func (p *Provider) Models() []string { return []string{ModelDefault, ModelFlaky, ModelBroken} }
+// Models returns the models the provider serves: "default", "flaky",
+// "broken" and "slow".
+func (p *Provider) Models() []string {
+	return []string{ModelDefault, ModelFlaky, ModelBroken, ModelSlow}
+}
 
 // Sample answers req deterministically. An empty model is "default"; an
-// unknown one is an error. It returns ctx.Err() when ctx is done.
+// unknown one is an error. "slow" first waits SlowDelay. It returns
+// ctx.Err() as soon as ctx is done, during that wait too.
 func (p *Provider) Sample(ctx context.Context, req *sampler.Request) (*sampler.Response, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -76,6 +91,12 @@ func (p *Provider) Sample(ctx context.Context, req *sampler.Request) (*sampler.R
 	}
 	switch model {
 	case ModelDefault, ModelFlaky, ModelBroken:
+	case ModelSlow:
+		select {
+		case <-p.after(SlowDelay):
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	default:
 		return nil, fmt.Errorf("offline: unknown model %q", model)
 	}

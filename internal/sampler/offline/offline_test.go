@@ -34,7 +34,7 @@ func TestNameAndModels(t *testing.T) {
 	if got := p.Name(); got != "offline" {
 		t.Errorf("Name() = %q, want offline", got)
 	}
-	if diff := cmp.Diff([]string{"default", "flaky", "broken"}, p.Models()); diff != "" {
+	if diff := cmp.Diff([]string{"default", "flaky", "broken", "slow"}, p.Models()); diff != "" {
 		t.Errorf("Models() (-want +got):\n%s", diff)
 	}
 }
@@ -291,11 +291,13 @@ func TestTools(t *testing.T) {
 			wantText: `[offline] You said: "What's the weather in Paris?"`,
 		},
 		{
+			// The city comes from the text, never from the schema's
+			// examples: a call about Paris would answer another question.
 			name:      "required without a match calls the first tool",
 			messages:  []sampler.Message{userText("Tell me a joke")},
 			choice:    &sampler.ToolChoice{Mode: sampler.ToolChoiceRequired},
 			wantTool:  "get_weather",
-			wantInput: `{"city":"Paris","units":"celsius"}`,
+			wantInput: `{"city":"joke","units":"celsius"}`,
 		},
 		{
 			name:     "required calls the best match",
@@ -632,5 +634,75 @@ func TestSchemaSeedIsTheTask(t *testing.T) {
 	text := sampler.TextOf(resp.Content)
 	if strings.Contains(text, "previous") || strings.Contains(text, "Fix") {
 		t.Errorf("answer %s is seeded by the correction, not the task", text)
+	}
+}
+
+// The input schemas of sampled's std tools calculate and text_stats, with
+// their examples (internal/tools/std.go).
+const (
+	stdCalculateSchema = `{"type":"object","properties":{"expression":{"type":"string","description":"An arithmetic expression.",` +
+		`"examples":["2 * (3 + 4)","-1.5 ^ 2 + 10 % 4"]}},"required":["expression"],"additionalProperties":false,"examples":[{"expression":"2 * (3 + 4)"}]}`
+	stdTextStatsSchema = `{"type":"object","properties":{"text":{"type":"string","description":"The text to measure.",` +
+		`"examples":["The quick brown fox jumps over the lazy dog."]}},"required":["text"],"additionalProperties":false,"examples":[{"text":"Hello world. How are you?\nFine!"}]}`
+)
+
+// TestToolArgumentsComeFromTheText: a tool call's arguments are taken from
+// what the user wrote, never copied from the schema's examples, so that a
+// call answers the question asked or visibly fails — never a right-looking
+// answer to another question.
+func TestToolArgumentsComeFromTheText(t *testing.T) {
+	tools := []sampler.Tool{
+		{Name: "calculate", Description: "Evaluate an arithmetic expression and return its value.", InputSchema: json.RawMessage(stdCalculateSchema)},
+		{Name: "text_stats", Description: "Count the characters, words, lines and sentences of a text.", InputSchema: json.RawMessage(stdTextStatsSchema)},
+		{Name: "get_weather", Description: "Get the current weather for a city", InputSchema: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string","examples":["Lyon"]}},"required":["city"]}`)},
+	}
+	tests := []struct {
+		prompt    string
+		wantTool  string
+		wantInput string
+	}{
+		{"Please calculate 2 * (3 + 4)", "calculate", `{"expression":"2 * (3 + 4)"}`},
+		{"calculate 1 / 0", "calculate", `{"expression":"1 / 0"}`},
+		{"Please calculate (100 - 7.5) / 3.", "calculate", `{"expression":"(100 - 7.5) / 3"}`},
+		{"What is 6*7? Calculate it.", "calculate", `{"expression":"6*7"}`},
+		{"calculate (2 + 3", "calculate", `{"expression":"2 + 3"}`},
+		{"calculate the meaning of life", "calculate", `{"expression":"calculate the meaning of life"}`},
+		{"calculate the sum of 2 and 3", "calculate", `{"expression":"calculate the sum of 2 and 3"}`},
+		{"How many words are in this sentence? Use text stats.", "text_stats", `{"text":"How many words are in this sentence? Use text stats."}`},
+		{"What's the weather in Paris?", "get_weather", `{"city":"Paris"}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.prompt, func(t *testing.T) {
+			resp, err := New(nil).Sample(context.Background(), &sampler.Request{Model: ModelDefault, Tools: tools,
+				ToolChoice: &sampler.ToolChoice{Mode: sampler.ToolChoiceRequired}, Messages: []sampler.Message{userText(tt.prompt)}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			calls := sampler.ToolCallsOf(resp.Content)
+			if len(calls) != 1 {
+				t.Fatalf("calls %+v, want one", calls)
+			}
+			if diff := cmp.Diff(tt.wantTool+" "+tt.wantInput, calls[0].Name+" "+string(calls[0].Arguments)); diff != "" {
+				t.Errorf("call (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestArithmetic(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"Please calculate 2 * (3 + 4)", "2 * (3 + 4)"},
+		{"calculate 1 / 0.", "1 / 0"},
+		{"(what is 3 ^ 2)", "3 ^ 2"},
+		{"-1.5 ^ 2 + 10 % 4", "-1.5 ^ 2 + 10 % 4"},
+		{"add 2 and 3", ""},
+		{"In 2024, what is 2+2?", ""},
+		{"no numbers here - or (there)", ""},
+		{"", ""},
+	}
+	for _, tt := range tests {
+		if got := arithmetic(tt.in); got != tt.want {
+			t.Errorf("arithmetic(%q) = %q, want %q", tt.in, got, tt.want)
+		}
 	}
 }

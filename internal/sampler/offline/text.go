@@ -166,6 +166,15 @@ func (g *generator) freeText(st state) string {
 		return false
 	}
 	switch {
+	case has("expression", "formula", "equation", "arithmetic", "math", "calc"):
+		// The arithmetic the user wrote, else the whole text (which a
+		// calculator then refuses).
+		if e := arithmetic(g.seed); e != "" {
+			return e
+		}
+		if g.seed != "" {
+			return clipRunes(strings.Join(strings.Fields(g.seed), " "), 200)
+		}
 	case hint == "" || has("summary", "description", "text", "content", "message", "body", "answer",
 		"reason", "explanation", "comment", "note", "detail", "response", "reply", "query",
 		"question", "prompt", "feedback", "analysis", "abstract", "input", "instruction"):
@@ -190,6 +199,57 @@ func (g *generator) freeText(st state) string {
 		return "example"
 	}
 	return g.words[hashString(st.path)%uint32(len(g.words))]
+}
+
+// arithmetic returns the one stretch of s made of digits, decimal points,
+// spaces, parentheses and the operators + - * / % ^ that holds a digit,
+// trimmed of spaces, of a sentence's final period and of parentheses left
+// unbalanced at its ends: "Please calculate 2 * (3 + 4)." gives
+// "2 * (3 + 4)". It returns "" when s holds no such stretch, or several
+// ("add 2 and 3"): which one is meant, or how they combine, is a guess.
+func arithmetic(s string) string {
+	isArith := func(r rune) bool {
+		return r >= '0' && r <= '9' || strings.ContainsRune(".+-*/%^() \t", r)
+	}
+	best := ""
+	for start := 0; start < len(s); {
+		end := start
+		for end < len(s) && isArith(rune(s[end])) {
+			end++
+		}
+		if end == start {
+			start++
+			continue
+		}
+		run := strings.TrimSpace(s[start:end])
+		run = strings.TrimSpace(strings.TrimRight(run, "."))
+		run = trimUnbalanced(run)
+		if strings.ContainsAny(run, "0123456789") {
+			if best != "" {
+				return ""
+			}
+			best = run
+		}
+		start = end
+	}
+	return best
+}
+
+// trimUnbalanced drops opening parentheses at the end of s and closing ones
+// at its start, and an outer ( or ) that has no partner.
+func trimUnbalanced(s string) string {
+	for {
+		t := strings.TrimSpace(strings.TrimLeft(strings.TrimRight(s, "( "), ") "))
+		if open, closed := strings.Count(t, "("), strings.Count(t, ")"); open > closed && strings.HasPrefix(t, "(") {
+			t = t[1:]
+		} else if closed > open && strings.HasSuffix(t, ")") {
+			t = t[:len(t)-1]
+		}
+		if t == s {
+			return s
+		}
+		s = t
+	}
 }
 
 // clipRunes cuts s to at most n runes.
