@@ -190,10 +190,11 @@ func TestSharedLoopCap(t *testing.T) {
 // without releasing its loop frees within one lease, while the other
 // replica's loop, in the same set, still counts.
 func TestSharedLoopCapAfterReplicaDies(t *testing.T) {
-	// Renewals come every third of the lease; a second leaves room for a
-	// loaded machine's late ticks.
-	const lease = time.Second
-	rs := replicas(t, 2, RedisOptions{Lease: lease}, Options{ConcurrentLoops: 2, Keys: []Key{{Name: "a", Digest: HashKey("a")}}})
+	// Renewals come every third of the lease; a lease of 1.5 s and a
+	// timeout of 1 s leave room for a loaded machine's late ticks and slow
+	// answers.
+	const lease = 1500 * time.Millisecond
+	rs := replicas(t, 2, RedisOptions{Lease: lease, Timeout: time.Second}, Options{ConcurrentLoops: 2, Keys: []Key{{Name: "a", Digest: HashKey("a")}}})
 	A, B := rs[0], rs[1]
 	as := callers(t, []*Guard{A.g, B.g}, "a")
 	ctx := t.Context()
@@ -203,8 +204,9 @@ func TestSharedLoopCapAfterReplicaDies(t *testing.T) {
 	if _, ok, _ := B.g.StartLoop(ctx, as[1]); !ok {
 		t.Fatal("B's loop refused")
 	}
-	// Two leases later both loops still count: their replicas renewed them.
-	time.Sleep(2 * lease) // the passing of time is what is under test
+	// Past their first lease both loops still count: their replicas
+	// renewed them.
+	time.Sleep(lease + lease/2) // the passing of time is what is under test
 	if _, ok, _ := B.g.StartLoop(ctx, as[1]); ok {
 		t.Fatal("B started a loop past the cap of 2 while A's and B's were running")
 	}
