@@ -147,8 +147,8 @@ func New(ctx context.Context, o Options) (*App, error) {
 
 // newGuard builds the access guard of the configured API keys and limits,
 // and creates their metric series. With keys and a Redis URL, the keys'
-// limits are shared through Redis (openLimits); close releases that.
-func newGuard(c *config.Config, m *metrics.Metrics, log *slog.Logger) (g *access.Guard, close func() error, err error) {
+// limits are shared through Redis (openLimits); closeShared releases that.
+func newGuard(c *config.Config, m *metrics.Metrics, log *slog.Logger) (g *access.Guard, closeShared func() error, err error) {
 	lim := c.Limits.WithDefaults()
 	o := access.Options{InFlightSamples: lim.InFlightSamples, Logger: log,
 		Unchecked: func(limit string) { m.LimitUnchecked.WithLabelValues(limit).Inc() }}
@@ -168,21 +168,21 @@ func newGuard(c *config.Config, m *metrics.Metrics, log *slog.Logger) (g *access
 		}
 		o.Keys = append(o.Keys, key)
 	}
-	close = func() error { return nil }
+	closeShared = func() error { return nil }
 	if len(o.Keys) > 0 { // without keys there are no per-key limits to share
-		if o.Shared, close, err = openLimits(c.Redis, log); err != nil {
+		if o.Shared, closeShared, err = openLimits(c.Redis, log); err != nil {
 			return nil, nil, err
 		}
 	}
 	if g, err = access.New(o); err != nil {
-		return nil, nil, errors.Join(err, close())
+		return nil, nil, errors.Join(err, closeShared())
 	}
 	names := g.Names()
 	if len(names) == 0 {
 		names = []string{metrics.AnonymousKey}
 	}
 	m.AccessKeys(names)
-	return g, close, nil
+	return g, closeShared, nil
 }
 
 // Runs is the store of loop runs and their event logs; the benchmark

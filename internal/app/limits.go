@@ -12,10 +12,10 @@ import (
 
 // openLimits returns where the API keys' rates and loops are counted: in
 // Redis when a Redis URL is configured, shared by every replica using it,
-// with a client of its own; nil (in this process) otherwise. close stops
+// with a client of its own; nil (in this process) otherwise. closeShared stops
 // renewing loop leases and closes the client; call it after the loops
 // were drained, so that their ends reach Redis.
-func openLimits(rc config.Redis, log *slog.Logger) (shared access.SharedLimits, close func() error, err error) {
+func openLimits(rc config.Redis, log *slog.Logger) (shared access.SharedLimits, closeShared func() error, err error) {
 	if rc.URL == "" {
 		return nil, func() error { return nil }, nil
 	}
