@@ -3,8 +3,11 @@ package app
 import (
 	"crypto/rand"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -118,4 +121,94 @@ func sum(t *testing.T, g prometheus.Gatherer, name, label, value string) float64
 		}
 	}
 	return total
+}
+
+// TestLoopCapSharedOverRedis: two services on one Redis share a key's cap
+// of one loop: while a loop started on A waits for its model, B refuses
+// the key's second loop with a 429; once A's loop is cancelled, B starts
+// one.
+func TestLoopCapSharedOverRedis(t *testing.T) {
+	// The model never answers: each call holds until its request ends,
+	// which the server notices once it has read the body.
+	calls := make(chan struct{}, 8)
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		calls <- struct{}{}
+		<-r.Context().Done()
+	}))
+	t.Cleanup(upstream.Close)
+	name, secret := "k"+rand.Text(), rand.Text()
+	yaml := fmt.Sprintf(`redis: {url: "unix://%s"}
+providers:
+  - name: up
+    type: openai
+    endpoint: %s/v1
+    apiKeyEnv: UP_KEY
+    models: [{name: m}]
+apiKeys:
+  - name: %s
+    hash: %s
+    concurrentLoops: 1
+`, redistest.Socket(t), upstream.URL, name, access.HashKey(secret))
+	env := map[string]string{"SAMPLED_CONFIG": "limits.yaml", "UP_KEY": "sk-test"}
+	cfg, err := config.Load(func(k string) string { return env[k] }, func(string) ([]byte, error) { return []byte(yaml), nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, urlA, _ := serve(t, cfg)
+	_, urlB, _ := serve(t, cfg)
+	send := func(method, url, body string) (*http.Response, []byte) {
+		t.Helper()
+		req, err := http.NewRequestWithContext(t.Context(), method, url, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+secret)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, b
+	}
+	const loop = `{"prompt":"hi","model":"up/m"}`
+
+	resp, body := send(http.MethodPost, urlA+"/v1/loops", loop)
+	var started struct{ ID string }
+	if err := json.Unmarshal(body, &started); err != nil || resp.StatusCode != http.StatusCreated {
+		t.Fatalf("POST /v1/loops on A = %d %s", resp.StatusCode, body)
+	}
+	select {
+	case <-calls: // A's loop is running: it waits for the model
+	case <-time.After(30 * time.Second):
+		t.Fatal("A's loop did not call the model within 30s")
+	}
+	resp, body = send(http.MethodPost, urlB+"/v1/loops", loop)
+	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") == "" || !strings.Contains(string(body), `"limit":"loops"`) {
+		t.Fatalf("second loop on B while A's runs = %d (Retry-After %q) %s; want 429, limit loops", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+
+	if resp, body := send(http.MethodDelete, urlB+"/v1/loops/"+started.ID, ""); resp.StatusCode >= 300 {
+		t.Fatalf("DELETE A's loop on B = %d %s", resp.StatusCode, body)
+	}
+	// The loop's end frees its slot when A has recorded it.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, body = send(http.MethodPost, urlB+"/v1/loops", loop)
+		if resp.StatusCode == http.StatusCreated {
+			break
+		}
+		if resp.StatusCode != http.StatusTooManyRequests || time.Now().After(deadline) {
+			t.Fatalf("loop on B after A's was cancelled = %d %s", resp.StatusCode, body)
+		}
+		time.Sleep(20 * time.Millisecond) // polling for the cancelled loop's end
+	}
+	if err := json.Unmarshal(body, &started); err != nil {
+		t.Fatal(err)
+	}
+	if resp, body := send(http.MethodDelete, urlA+"/v1/loops/"+started.ID, ""); resp.StatusCode >= 300 {
+		t.Fatalf("DELETE B's loop on A = %d %s", resp.StatusCode, body)
+	}
 }
