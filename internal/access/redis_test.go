@@ -349,3 +349,39 @@ func TestSharedLimitsFailOpen(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkSharedAllow is what a keyed request pays with Redis: one
+// script call on the test server's unix socket.
+func BenchmarkSharedAllow(b *testing.B) {
+	l := NewRedisLimits(redistest.Client(b, 10), RedisOptions{Prefix: newPrefix()})
+	b.Cleanup(l.Close)
+	g, err := New(Options{RequestsPerMinute: 1 << 30, Keys: []Key{{Name: "a", Digest: HashKey("a")}}, Shared: l})
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, _ := g.Authenticate("Bearer a")
+	for b.Loop() {
+		if ok, _ := g.Allow(b.Context(), c); !ok {
+			b.Fatal("refused")
+		}
+	}
+}
+
+// BenchmarkSharedStartLoop is what starting and ending a keyed loop pays
+// with Redis: two script calls.
+func BenchmarkSharedStartLoop(b *testing.B) {
+	l := NewRedisLimits(redistest.Client(b, 10), RedisOptions{Prefix: newPrefix()})
+	b.Cleanup(l.Close)
+	g, err := New(Options{ConcurrentLoops: 10, Keys: []Key{{Name: "a", Digest: HashKey("a")}}, Shared: l})
+	if err != nil {
+		b.Fatal(err)
+	}
+	c, _ := g.Authenticate("Bearer a")
+	for b.Loop() {
+		release, ok, _ := g.StartLoop(b.Context(), c)
+		if !ok {
+			b.Fatal("refused")
+		}
+		release()
+	}
+}
