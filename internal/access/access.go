@@ -6,14 +6,20 @@
 // A Guard without keys lets everyone in as the anonymous caller, with no
 // per-caller limits: the service as it runs for local use. The global cap
 // applies either way.
+//
+// Each key's rate and loops are counted in this process, or, given
+// SharedLimits (RedisLimits), where every replica sees them. The global cap
+// is always this process's own: it protects this replica's resources.
 package access
 
 import (
+	"context"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -76,7 +82,40 @@ type Options struct {
 	// InFlightSamples caps the sampling requests served at once, by all
 	// callers together.
 	InFlightSamples int
+	// Shared, when set, counts each key's requests and loops where every
+	// replica sees them; nil counts them in this process.
+	Shared SharedLimits
+	// Unchecked is called, with LimitRequests or LimitLoops, for each
+	// request or loop let in because Shared failed; it may be nil.
+	Unchecked func(limit string)
+	// Logger gets a warning, at most every LogEvery, while Shared fails;
+	// nil discards.
+	Logger *slog.Logger
 }
+
+// SharedLimits count each key's requests and loops for several replicas.
+// A Guard lets in what it cannot check (an error): limits fail open, so
+// that an unreachable store does not stop the service.
+type SharedLimits interface {
+	// Allow takes one request from the key's rate of perMinute a minute
+	// with the given burst; refused, it says how long until one would be
+	// allowed.
+	Allow(ctx context.Context, key string, perMinute, burst int) (ok bool, wait time.Duration, err error)
+	// StartLoop counts a loop of the key unless maxLoops are running. When
+	// the loop counts (or with an error, when it may), release removes it
+	// and may be called more than once.
+	StartLoop(ctx context.Context, key string, maxLoops int) (release func(), ok bool, err error)
+}
+
+// The limits a Guard names to Options.Unchecked.
+const (
+	LimitRequests = "requests"
+	LimitLoops    = "loops"
+)
+
+// LogEvery is how often a Guard logs, at most, that its shared limits
+// fail.
+const LogEvery = 10 * time.Second
 
 // Errors of Authenticate.
 var (
@@ -91,6 +130,8 @@ var (
 type Caller struct {
 	name    string
 	limiter *rate.Limiter // nil: no rate limit
+	rpm     int           // the rate of limiter, for SharedLimits
+	burst   int
 	loops   atomic.Int64
 	maxLoop int64 // 0: no limit
 }
@@ -106,11 +147,20 @@ type Guard struct {
 	inFlight atomic.Int64
 	maxInFl  int64
 	now      func() time.Time
+
+	shared    SharedLimits
+	unchecked func(limit string)
+	log       *slog.Logger
+	lastLog   atomic.Int64 // unix nanoseconds of the last warning that shared limits fail
 }
 
 // New checks the options and returns a Guard.
 func New(o Options) (*Guard, error) {
-	g := &Guard{maxInFl: int64(o.InFlightSamples), now: time.Now, anon: &Caller{}}
+	g := &Guard{maxInFl: int64(o.InFlightSamples), now: time.Now, anon: &Caller{},
+		shared: o.Shared, unchecked: o.Unchecked, log: o.Logger}
+	if g.log == nil {
+		g.log = slog.New(slog.DiscardHandler)
+	}
 	if o.RequestsPerMinute < 0 || o.ConcurrentLoops < 0 || o.InFlightSamples < 0 {
 		return nil, errors.New("access: limits must not be negative")
 	}
@@ -142,7 +192,8 @@ func New(o Options) (*Guard, error) {
 			// The rate is the key's requests per minute; a burst of a
 			// tenth of a minute's worth lets clients send a few requests at
 			// once without pacing them.
-			c.limiter = rate.NewLimiter(rate.Limit(float64(rpm)/60), max(1, rpm/10))
+			c.rpm, c.burst = rpm, max(1, rpm/10)
+			c.limiter = rate.NewLimiter(rate.Limit(float64(rpm)/60), c.burst)
 		}
 		g.keys = append(g.keys, k.Digest)
 		g.callers = append(g.callers, c)
@@ -190,10 +241,19 @@ func (g *Guard) Authenticate(authorization string) (*Caller, error) {
 }
 
 // Allow takes one request from the caller's rate. When the rate is spent it
-// returns false and how long until a request would be allowed.
-func (g *Guard) Allow(c *Caller) (bool, time.Duration) {
+// returns false and how long until a request would be allowed. With shared
+// limits that fail (within their timeout), the request is allowed.
+func (g *Guard) Allow(ctx context.Context, c *Caller) (bool, time.Duration) {
 	if c.limiter == nil {
 		return true, 0
+	}
+	if g.shared != nil {
+		ok, wait, err := g.shared.Allow(ctx, c.name, c.rpm, c.burst)
+		if err != nil {
+			g.failed(ctx, LimitRequests, c, err)
+			return true, 0
+		}
+		return ok, wait
 	}
 	r := c.limiter.ReserveN(g.now(), 1)
 	if d := r.DelayFrom(g.now()); d > 0 {
@@ -209,8 +269,26 @@ const loopRetryAfter = 5 * time.Second
 
 // StartLoop counts a loop the caller starts. At the caller's limit it
 // returns false and a time to wait; otherwise a release to call once when
-// the loop has ended (or failed to start).
-func (g *Guard) StartLoop(c *Caller) (release func(), ok bool, retryAfter time.Duration) {
+// the loop has ended (or failed to start). With shared limits that fail
+// (within their timeout), the loop is let in.
+func (g *Guard) StartLoop(ctx context.Context, c *Caller) (release func(), ok bool, retryAfter time.Duration) {
+	if g.shared != nil && c.maxLoop > 0 {
+		rel, ok, err := g.shared.StartLoop(ctx, c.name, int(c.maxLoop))
+		if err != nil {
+			g.failed(ctx, LimitLoops, c, err)
+			ok = true
+		}
+		if !ok {
+			return nil, false, loopRetryAfter
+		}
+		c.loops.Add(1)
+		return once(func() {
+			c.loops.Add(-1)
+			if rel != nil {
+				rel()
+			}
+		}), true, 0
+	}
 	n := c.loops.Add(1)
 	if c.maxLoop > 0 && n > c.maxLoop {
 		c.loops.Add(-1)
@@ -219,7 +297,7 @@ func (g *Guard) StartLoop(c *Caller) (release func(), ok bool, retryAfter time.D
 	return once(func() { c.loops.Add(-1) }), true, 0
 }
 
-// Loops is how many loops the caller has running.
+// Loops is how many loops the caller has running on this replica.
 func (c *Caller) Loops() int { return int(c.loops.Load()) }
 
 // sampleRetryAfter is what a request over the global cap is told to wait.
@@ -239,6 +317,23 @@ func (g *Guard) StartSample() (release func(), ok bool, retryAfter time.Duration
 
 // InFlight is how many sampling requests are being served.
 func (g *Guard) InFlight() int { return int(g.inFlight.Load()) }
+
+// failed records a shared limit check that failed and let its request in:
+// counted, and logged at most every LogEvery. A check that failed because
+// the request itself ended is neither.
+func (g *Guard) failed(ctx context.Context, limit string, c *Caller, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	if g.unchecked != nil {
+		g.unchecked(limit)
+	}
+	now, last := g.now().UnixNano(), g.lastLog.Load()
+	if now-last >= int64(LogEvery) && g.lastLog.CompareAndSwap(last, now) {
+		g.log.Warn("shared limits do not answer: requests and loops are let in unchecked (limits fail open)",
+			"limit", limit, "key", c.name, "err", err)
+	}
+}
 
 // once makes f safe to call more than once: it runs the first time only.
 func once(f func()) func() {

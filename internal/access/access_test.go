@@ -110,36 +110,36 @@ func TestAllowRate(t *testing.T) {
 
 	// 60 a minute: a burst of 6, then one a second.
 	for i := range 6 {
-		if ok, _ := g.Allow(def); !ok {
+		if ok, _ := g.Allow(t.Context(), def); !ok {
 			t.Fatalf("request %d of the burst refused", i+1)
 		}
 	}
-	ok, wait := g.Allow(def)
+	ok, wait := g.Allow(t.Context(), def)
 	if ok || wait <= 0 || wait > time.Second {
 		t.Fatalf("7th request at once: allowed %v, wait %v; want refused with a wait in (0, 1s]", ok, wait)
 	}
 	// A refused request takes nothing: after the wait one is allowed.
 	now = now.Add(wait)
-	if ok, _ := g.Allow(def); !ok {
+	if ok, _ := g.Allow(t.Context(), def); !ok {
 		t.Error("refused after waiting the time it was told")
 	}
 
 	// 2 a minute: one at once, then one per 30 s.
-	if ok, _ := g.Allow(slow); !ok {
+	if ok, _ := g.Allow(t.Context(), slow); !ok {
 		t.Fatal("first request of slow refused")
 	}
-	ok, wait = g.Allow(slow)
+	ok, wait = g.Allow(t.Context(), slow)
 	if ok || wait < 29*time.Second || wait > 30*time.Second {
 		t.Errorf("slow's second request: allowed %v, wait %v; want refused, about 30s", ok, wait)
 	}
 	// Keys do not share a rate.
-	if ok, _ := g.Allow(def); ok {
+	if ok, _ := g.Allow(t.Context(), def); ok {
 		t.Error("default allowed past its rate")
 	}
 
 	anon, _ := mustGuard(t, Options{RequestsPerMinute: 1}).Authenticate("")
 	for range 100 {
-		if ok, _ := g.Allow(anon); !ok {
+		if ok, _ := g.Allow(t.Context(), anon); !ok {
 			t.Fatal("the anonymous caller of a Guard without keys was rate limited")
 		}
 	}
@@ -149,16 +149,16 @@ func TestStartLoop(t *testing.T) {
 	g := mustGuard(t, Options{ConcurrentLoops: 2, Keys: []Key{{Name: "a", Digest: HashKey("a")}, {Name: "b", Digest: HashKey("b"), ConcurrentLoops: 1}}})
 	a, _ := g.Authenticate("Bearer a")
 	b, _ := g.Authenticate("Bearer b")
-	r1, ok1, _ := g.StartLoop(a)
-	_, ok2, _ := g.StartLoop(a)
-	_, ok3, wait := g.StartLoop(a)
+	r1, ok1, _ := g.StartLoop(t.Context(), a)
+	_, ok2, _ := g.StartLoop(t.Context(), a)
+	_, ok3, wait := g.StartLoop(t.Context(), a)
 	if !ok1 || !ok2 || ok3 || wait <= 0 {
 		t.Fatalf("three loops of a (limit 2): %v %v %v, wait %v; want the third refused with a wait", ok1, ok2, ok3, wait)
 	}
-	if _, ok, _ := g.StartLoop(b); !ok {
+	if _, ok, _ := g.StartLoop(t.Context(), b); !ok {
 		t.Fatal("b refused its first loop: keys must not share a count")
 	}
-	if _, ok, _ := g.StartLoop(b); ok {
+	if _, ok, _ := g.StartLoop(t.Context(), b); ok {
 		t.Error("b started a second loop past its own limit of 1")
 	}
 	r1()
@@ -166,10 +166,10 @@ func TestStartLoop(t *testing.T) {
 	if got := a.Loops(); got != 1 {
 		t.Errorf("after one release (called twice), a has %d loops, want 1", got)
 	}
-	if _, ok, _ := g.StartLoop(a); !ok {
+	if _, ok, _ := g.StartLoop(t.Context(), a); !ok {
 		t.Error("a refused after a loop of its ended")
 	}
-	if _, ok, _ := g.StartLoop(a); ok {
+	if _, ok, _ := g.StartLoop(t.Context(), a); ok {
 		t.Error("a started a loop past its limit after a double release")
 	}
 }
@@ -233,7 +233,7 @@ func BenchmarkAuthenticateAllow(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if ok, _ := g.Allow(c); !ok {
+		if ok, _ := g.Allow(b.Context(), c); !ok {
 			b.Fatal("refused")
 		}
 	}

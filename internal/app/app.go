@@ -51,6 +51,9 @@ type App struct {
 	// closeStore releases what the store used (a Redis client) after it
 	// closed.
 	closeStore func() error
+	// closeLimits releases what the API keys' shared limits used, after
+	// the loops were drained.
+	closeLimits func() error
 }
 
 // New reads the configuration and builds the service. ctx bounds the MCP
@@ -99,24 +102,24 @@ func New(ctx context.Context, o Options) (*App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tools: %w", err)
 	}
-	guard, err := newGuard(pc, m)
+	guard, closeLimits, err := newGuard(pc, m, o.Logger)
 	if err != nil {
 		_ = toolReg.Close()
 		return nil, err
 	}
 	store, err := openStore(ctx, pc.Redis, reg, o.Logger)
 	if err != nil {
-		_ = toolReg.Close()
+		_ = errors.Join(toolReg.Close(), closeLimits())
 		return nil, err
 	}
-	a := &App{Catalog: cat, tools: toolReg, store: store.Store, closeStore: store.close}
+	a := &App{Catalog: cat, tools: toolReg, store: store.Store, closeStore: store.close, closeLimits: closeLimits}
 	a.engine = loop.New(loop.Options{Sampler: svc, Tools: toolReg, Store: a.store, Metrics: m, Logger: o.Logger})
 	samplingHost.set(host.New(host.Options{Sampler: svc, Catalog: cat, Loops: a.engine, Tools: toolReg,
 		Servers: pc.MCPServers, Metrics: m, Logger: o.Logger}))
 	mcpSrv, err := mcpserver.New(mcpserver.Options{Sampling: sopts, Loops: a.engine, Runs: a.store, Mode: mcpserver.Mode(pc.MCPEndpoint.Sampling),
 		AllowedOrigins: pc.MCPEndpoint.AllowedOrigins, Metrics: m, Logger: o.Logger})
 	if err != nil {
-		_ = toolReg.Close()
+		_ = errors.Join(toolReg.Close(), closeLimits())
 		return nil, fmt.Errorf("mcp server: %w", err)
 	}
 	a.mcp = mcpSrv
@@ -143,10 +146,12 @@ func New(ctx context.Context, o Options) (*App, error) {
 }
 
 // newGuard builds the access guard of the configured API keys and limits,
-// and creates their metric series.
-func newGuard(c *config.Config, m *metrics.Metrics) (*access.Guard, error) {
+// and creates their metric series. With keys and a Redis URL, the keys'
+// limits are shared through Redis (openLimits); closeShared releases that.
+func newGuard(c *config.Config, m *metrics.Metrics, log *slog.Logger) (g *access.Guard, closeShared func() error, err error) {
 	lim := c.Limits.WithDefaults()
-	o := access.Options{InFlightSamples: lim.InFlightSamples}
+	o := access.Options{InFlightSamples: lim.InFlightSamples, Logger: log,
+		Unchecked: func(limit string) { m.LimitUnchecked.WithLabelValues(limit).Inc() }}
 	if len(c.APIKeys) > 0 {
 		o.RequestsPerMinute, o.ConcurrentLoops = lim.RequestsPerMinute, lim.ConcurrentLoops
 	}
@@ -155,7 +160,7 @@ func newGuard(c *config.Config, m *metrics.Metrics) (*access.Guard, error) {
 		if k.Hash != "" {
 			d, err := access.ParseDigest(k.Hash)
 			if err != nil {
-				return nil, fmt.Errorf("apiKeys: %s: %w", k.Name, err)
+				return nil, nil, fmt.Errorf("apiKeys: %s: %w", k.Name, err)
 			}
 			key.Digest = d
 		} else {
@@ -163,16 +168,21 @@ func newGuard(c *config.Config, m *metrics.Metrics) (*access.Guard, error) {
 		}
 		o.Keys = append(o.Keys, key)
 	}
-	g, err := access.New(o)
-	if err != nil {
-		return nil, err
+	closeShared = func() error { return nil }
+	if len(o.Keys) > 0 { // without keys there are no per-key limits to share
+		if o.Shared, closeShared, err = openLimits(c.Redis, log); err != nil {
+			return nil, nil, err
+		}
+	}
+	if g, err = access.New(o); err != nil {
+		return nil, nil, errors.Join(err, closeShared())
 	}
 	names := g.Names()
 	if len(names) == 0 {
 		names = []string{metrics.AnonymousKey}
 	}
 	m.AccessKeys(names)
-	return g, nil
+	return g, closeShared, nil
 }
 
 // Runs is the store of loop runs and their event logs; the benchmark
@@ -195,5 +205,5 @@ func (a *App) Drain() {
 // backend.
 func (a *App) Close() error {
 	a.Drain()
-	return errors.Join(a.tools.Close(), a.closeStore())
+	return errors.Join(a.tools.Close(), a.closeStore(), a.closeLimits())
 }

@@ -58,7 +58,7 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 		if c.Name() != "" {
 			addLog(r.Context(), slog.String("key", c.Name()))
 		}
-		if ok, wait := s.guard.Allow(c); !ok {
+		if ok, wait := s.guard.Allow(r.Context(), c); !ok {
 			s.tooMany(w, r, c, metrics.LimitRequests, wait, "this API key sent more requests than its rate per minute allows")
 			return
 		}

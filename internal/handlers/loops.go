@@ -107,7 +107,7 @@ func (s *server) handleStartLoop(w http.ResponseWriter, r *http.Request) {
 	// The run belongs to the caller's key, and counts against its
 	// concurrent loops until it ends.
 	if c := callerOf(r.Context()); c != nil {
-		release, ok, wait := s.guard.StartLoop(c)
+		release, ok, wait := s.guard.StartLoop(r.Context(), c)
 		if !ok {
 			s.tooMany(w, r, c, metrics.LimitLoops, wait, "this API key has as many loops running as it may; wait for one to end")
 			return

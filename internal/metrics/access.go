@@ -33,6 +33,11 @@ func (m *Metrics) initAccess(reg prometheus.Registerer) {
 		Name: "sampled_rate_limited_total",
 		Help: "Requests answered 429, by API key name and the limit reached: requests (per minute), loops (concurrent), in_flight (the global cap on sampling requests).",
 	}, []string{"key", "limit"})
+	m.LimitUnchecked = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "sampled_rate_limit_unchecked_total",
+		Help: "Requests (limit=requests) and loops (limit=loops) let in without their API key's limit checked, because Redis, " +
+			"which holds the limits replicas share, did not answer in time: the limits fail open.",
+	}, []string{"limit"})
 	m.SamplingInFlight = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "sampled_sampling_in_flight",
 		Help: "Sampling requests being served now (POST /v1/sample*, /v1/messages), which limits.inFlightSamples caps.",
@@ -40,8 +45,11 @@ func (m *Metrics) initAccess(reg prometheus.Registerer) {
 	for _, r := range []string{DeniedNoKey, DeniedBadKey} {
 		m.AccessDenied.WithLabelValues(r)
 	}
+	for _, l := range []string{LimitRequests, LimitLoops} {
+		m.LimitUnchecked.WithLabelValues(l)
+	}
 	if reg != nil {
-		reg.MustRegister(m.AccessRequests, m.AccessDenied, m.RateLimited, m.SamplingInFlight)
+		reg.MustRegister(m.AccessRequests, m.AccessDenied, m.RateLimited, m.LimitUnchecked, m.SamplingInFlight)
 	}
 }
 

@@ -37,9 +37,11 @@ type Metrics struct {
 	// MCPSampling counts the sampling requests MCP servers send sampled.
 	MCPSampling *prometheus.CounterVec // server, outcome
 
-	AccessRequests   *prometheus.CounterVec // key (access.go)
-	AccessDenied     *prometheus.CounterVec // reason
-	RateLimited      *prometheus.CounterVec // key, limit
+	AccessRequests *prometheus.CounterVec // key (access.go)
+	AccessDenied   *prometheus.CounterVec // reason
+	RateLimited    *prometheus.CounterVec // key, limit
+	// LimitUnchecked counts what shared limits let in unchecked.
+	LimitUnchecked   *prometheus.CounterVec // limit
 	SamplingInFlight prometheus.Gauge       //
 
 	samples sync.Map // sampleKey -> prometheus.Counter

@@ -1,0 +1,247 @@
+package access
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	goredis "github.com/redis/go-redis/v9"
+)
+
+// Defaults of RedisOptions.
+const (
+	// DefaultLimitPrefix starts the limits' keys, as the run store's start
+	// with its own "sampled:" prefix.
+	DefaultLimitPrefix = "sampled:"
+	// DefaultLoopLease is how long a loop counts against its key's cap
+	// after its replica last renewed it: the bound on how long a replica
+	// that died keeps its loops counted.
+	DefaultLoopLease = 30 * time.Second
+	// DefaultLimitTimeout bounds one limit check in Redis; past it the
+	// check fails (and the Guard lets the request in).
+	DefaultLimitTimeout = 250 * time.Millisecond
+)
+
+// RedisOptions configure RedisLimits. Zero values mean the defaults.
+type RedisOptions struct {
+	// Prefix starts every key; replicas sharing limits use the same one.
+	Prefix string
+	// Lease is how long a running loop counts without being renewed; the
+	// replica running it renews it every third of it.
+	Lease time.Duration
+	// Timeout bounds each Redis call.
+	Timeout time.Duration
+	// Logger gets the failures of renewals and releases; nil discards.
+	Logger *slog.Logger
+}
+
+// RedisLimits keeps each key's request rate and running loops in Redis, so
+// that every replica using the same Redis and Prefix shares one budget per
+// key. It implements SharedLimits.
+//
+// The rate is a GCRA (the token bucket of the in-process limiter, kept as
+// one "theoretical arrival time" per key) in one Lua script, on Redis's
+// clock, so replicas' clocks do not matter.
+//
+// Running loops are a sorted set per key whose members are one random
+// token per loop, scored with the time their lease ends. A replica renews
+// the leases of its loops every third of a lease and removes a loop's
+// token when it ends; a script that starts a loop first drops the tokens
+// whose lease has ended. So a replica that dies without releasing frees
+// its keys' slots within one lease. Renewals only extend tokens still
+// present: a token that expired (Redis unreachable for longer than a
+// lease, or restarted without its data) is not brought back, and its loop
+// stops counting rather than counting forever.
+type RedisLimits struct {
+	c      goredis.Scripter
+	prefix string
+	lease  time.Duration
+	limit  time.Duration
+	log    *slog.Logger
+
+	mu   sync.Mutex
+	held map[string]map[string]struct{} // key name → tokens of loops running here
+
+	stop chan struct{}
+	done chan struct{}
+	once sync.Once
+}
+
+// NewRedisLimits returns limits kept in Redis through c, and starts
+// renewing the leases of the loops it counts until Close.
+func NewRedisLimits(c goredis.Scripter, o RedisOptions) *RedisLimits {
+	if o.Prefix == "" {
+		o.Prefix = DefaultLimitPrefix
+	}
+	if o.Lease <= 0 {
+		o.Lease = DefaultLoopLease
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultLimitTimeout
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	r := &RedisLimits{c: c, prefix: o.Prefix, lease: o.Lease, limit: o.Timeout, log: o.Logger,
+		held: map[string]map[string]struct{}{}, stop: make(chan struct{}), done: make(chan struct{})}
+	go r.renew()
+	return r
+}
+
+// Close stops renewing leases. It releases nothing: loops still counted
+// stop counting one lease later, as a dead replica's do. Drain the loops
+// first to free their slots at once. Safe to call more than once.
+func (r *RedisLimits) Close() {
+	r.once.Do(func() { close(r.stop) })
+	<-r.done
+}
+
+func (r *RedisLimits) rateKey(name string) string  { return r.prefix + "limit:rate:" + name }
+func (r *RedisLimits) loopsKey(name string) string { return r.prefix + "limit:loops:" + name }
+
+// rateScript takes one request from a key's GCRA. KEYS[1] holds the
+// theoretical arrival time in microseconds of Redis's clock; ARGV[1] is
+// the interval between requests and ARGV[2] the burst. It returns 0 when
+// the request is allowed, otherwise the microseconds until one would be.
+// Numbers are formatted with %.0f: Lua's default form of large numbers
+// loses digits.
+var rateScript = goredis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local interval = tonumber(ARGV[1])
+local tat = tonumber(redis.call('GET', KEYS[1]) or now)
+if tat < now then tat = now end
+local newTat = tat + interval
+local allowAt = newTat - tonumber(ARGV[2]) * interval
+if now < allowAt then return allowAt - now end
+redis.call('SET', KEYS[1], string.format('%.0f', newTat), 'PX', math.ceil((newTat - now) / 1000))
+return 0
+`)
+
+// Allow takes one request from the key's rate of perMinute requests a
+// minute with the given burst, shared by every replica.
+func (r *RedisLimits) Allow(ctx context.Context, key string, perMinute, burst int) (bool, time.Duration, error) {
+	if perMinute <= 0 {
+		return true, 0, nil
+	}
+	interval := max(int64(time.Minute/time.Microsecond)/int64(perMinute), 1)
+	ctx, cancel := context.WithTimeout(ctx, r.limit)
+	defer cancel()
+	wait, err := rateScript.Run(ctx, r.c, []string{r.rateKey(key)}, interval, max(burst, 1)).Int64()
+	if err != nil {
+		return false, 0, fmt.Errorf("rate limit in Redis: %w", err)
+	}
+	if wait > 0 {
+		return false, time.Duration(wait) * time.Microsecond, nil
+	}
+	return true, 0, nil
+}
+
+// startScript counts a loop in KEYS[1] unless ARGV[1] are running: it
+// drops the tokens whose lease ended, then adds ARGV[3] with a lease of
+// ARGV[2] ms on Redis's clock. It returns 1 when the loop is counted.
+var startScript = goredis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', string.format('%.0f', now))
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then return 0 end
+redis.call('ZADD', KEYS[1], string.format('%.0f', now + tonumber(ARGV[2])), ARGV[3])
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1
+`)
+
+// renewScript extends the leases of the tokens ARGV[2:] still in KEYS[1]
+// to ARGV[1] ms from now, and the set's own expiry with them.
+var renewScript = goredis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local expiry = string.format('%.0f', now + tonumber(ARGV[1]))
+for i = 2, #ARGV do redis.call('ZADD', KEYS[1], 'XX', expiry, ARGV[i]) end
+redis.call('PEXPIRE', KEYS[1], ARGV[1])
+return 0
+`)
+
+// releaseScript removes the token ARGV[1] from KEYS[1].
+var releaseScript = goredis.NewScript(`return redis.call('ZREM', KEYS[1], ARGV[1])`)
+
+// StartLoop counts a loop of key unless maxLoops are running on every
+// replica together. When counted, release (safe to call more than once)
+// removes it; a release that cannot reach Redis leaves the loop to stop
+// counting when its lease ends.
+func (r *RedisLimits) StartLoop(ctx context.Context, key string, maxLoops int) (release func(), ok bool, err error) {
+	token := rand.Text()
+	ctx, cancel := context.WithTimeout(ctx, r.limit)
+	defer cancel()
+	n, err := startScript.Run(ctx, r.c, []string{r.loopsKey(key)}, maxLoops, r.lease.Milliseconds(), token).Int64()
+	if err != nil {
+		// The script may have run: hold the token so that, if it did, the
+		// loop's lease is renewed and released like any other's.
+		r.hold(key, token)
+		return once(func() { r.release(key, token) }), false, fmt.Errorf("loop limit in Redis: %w", err)
+	}
+	if n == 0 {
+		return nil, false, nil
+	}
+	r.hold(key, token)
+	return once(func() { r.release(key, token) }), true, nil
+}
+
+func (r *RedisLimits) hold(key, token string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.held[key] == nil {
+		r.held[key] = map[string]struct{}{}
+	}
+	r.held[key][token] = struct{}{}
+}
+
+// release stops renewing the token, then removes it from Redis.
+func (r *RedisLimits) release(key, token string) {
+	r.mu.Lock()
+	delete(r.held[key], token)
+	if len(r.held[key]) == 0 {
+		delete(r.held, key)
+	}
+	r.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), r.limit)
+	defer cancel()
+	if err := releaseScript.Run(ctx, r.c, []string{r.loopsKey(key)}, token).Err(); err != nil {
+		r.log.Warn("a loop's end did not reach Redis; its slot frees when its lease ends", "key", key, "lease", r.lease, "err", err)
+	}
+}
+
+// renew extends the leases of the loops held here every third of a lease
+// until Close.
+func (r *RedisLimits) renew() {
+	defer close(r.done)
+	tick := time.NewTicker(r.lease / 3)
+	defer tick.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-tick.C:
+		}
+		r.mu.Lock()
+		batch := make(map[string][]any, len(r.held))
+		for key, tokens := range r.held {
+			args := []any{r.lease.Milliseconds()}
+			for tok := range tokens {
+				args = append(args, tok)
+			}
+			batch[key] = args
+		}
+		r.mu.Unlock()
+		for key, args := range batch {
+			ctx, cancel := context.WithTimeout(context.Background(), r.limit)
+			err := renewScript.Run(ctx, r.c, []string{r.loopsKey(key)}, args...).Err()
+			cancel()
+			if err != nil {
+				r.log.Warn("could not renew the leases of running loops in Redis", "key", key, "loops", len(args)-1, "err", err)
+			}
+		}
+	}
+}

@@ -1,0 +1,38 @@
+package app
+
+import (
+	"errors"
+	"log/slog"
+
+	goredis "github.com/redis/go-redis/v9"
+
+	"github.com/sampled/sampled/internal/access"
+	"github.com/sampled/sampled/internal/config"
+)
+
+// openLimits returns where the API keys' rates and loops are counted: in
+// Redis when a Redis URL is configured, shared by every replica using it,
+// with a client of its own; nil (in this process) otherwise. closeShared stops
+// renewing loop leases and closes the client; call it after the loops
+// were drained, so that their ends reach Redis.
+func openLimits(rc config.Redis, log *slog.Logger) (shared access.SharedLimits, closeShared func() error, err error) {
+	if rc.URL == "" {
+		return nil, func() error { return nil }, nil
+	}
+	opt, err := goredis.ParseURL(rc.URL.Reveal())
+	if err != nil {
+		// Not err: its text may quote the URL, password and all.
+		return nil, nil, errors.New("limits: the Redis URL is not one go-redis accepts (redis://[user:password@]host:port/db, rediss://…, unix://…)")
+	}
+	// Each limit check is bounded by its context (access.DefaultLimitTimeout),
+	// not go-redis's seconds-long socket timeouts.
+	opt.ContextTimeoutEnabled = true
+	c := goredis.NewClient(opt)
+	l := access.NewRedisLimits(c, access.RedisOptions{Logger: log})
+	log.Info("API keys' rates and loop caps are shared through Redis; they are let in unchecked while Redis does not answer",
+		"addr", opt.Addr, "timeout", access.DefaultLimitTimeout, "loopLease", access.DefaultLoopLease)
+	return l, func() error {
+		l.Close()
+		return c.Close()
+	}, nil
+}
