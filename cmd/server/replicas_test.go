@@ -1,0 +1,370 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/sampled/sampled/internal/runs/redis/redistest"
+)
+
+// replicaWait bounds each wait of the replica tests: a guard against
+// hangs, not a performance bound.
+const replicaWait = 60 * time.Second
+
+// lockedBuffer is a buffer a process writes to while the test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// replica is one sampled process.
+type replica struct {
+	name string
+	url  string
+	cmd  *exec.Cmd
+	logs *lockedBuffer
+	done chan struct{} // closed once the process was waited for
+}
+
+// buildBinaries builds sampled and the blocking MCP tool server into dir.
+func buildBinaries(t *testing.T, dir string) (server, tool string) {
+	t.Helper()
+	server, tool = filepath.Join(dir, "sampled"), filepath.Join(dir, "blocktool")
+	for _, b := range []struct{ out, pkg string }{{server, "."}, {tool, "./testdata/blocktool"}} {
+		if out, err := exec.Command("go", "build", "-o", b.out, b.pkg).CombinedOutput(); err != nil {
+			t.Fatalf("go build %s: %v\n%s", b.pkg, err, out)
+		}
+	}
+	return server, tool
+}
+
+// startReplica runs the binary with the configuration file on a free
+// loopback port, and waits until it is ready. The process is killed at
+// the end of the test, if still running; its logs are shown when the test
+// failed.
+func startReplica(t *testing.T, name, bin, config string) *replica {
+	t.Helper()
+	cmd := exec.Command(bin)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "SAMPLED_ADDR=127.0.0.1:0",
+		"SAMPLED_CONFIG=" + config, "SAMPLED_LOG_FORMAT=text"}
+	logs := &lockedBuffer{}
+	cmd.Stderr = logs
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	r := &replica{name: name, cmd: cmd, logs: logs, done: make(chan struct{})}
+	addr := make(chan string, 1)
+	go func() {
+		defer close(r.done)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if a, ok := strings.CutPrefix(sc.Text(), "listening on "); ok {
+				addr <- a
+			}
+		}
+		_ = cmd.Wait()
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		<-r.done
+		if t.Failed() {
+			t.Logf("logs of replica %s:\n%s", name, logs.String())
+		}
+	})
+	select {
+	case a := <-addr:
+		r.url = "http://" + a
+	case <-r.done:
+		t.Fatalf("replica %s exited before it listened:\n%s", name, logs.String())
+	case <-time.After(replicaWait):
+		t.Fatalf("replica %s did not listen within %s", name, replicaWait)
+	}
+	deadline := time.Now().Add(replicaWait)
+	for {
+		resp, err := http.Get(r.url + "/readyz")
+		if err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return r
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("replica %s not ready within %s: %v", name, replicaWait, err)
+		}
+		time.Sleep(20 * time.Millisecond) // polling another process
+	}
+}
+
+// sseEvent is one event of a stream.
+type sseEvent struct {
+	ID   int64
+	Name string
+	Data string
+}
+
+// stream is an open GET /v1/loops/{id}/events.
+type stream struct {
+	events chan sseEvent // closed when the response ends
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// follow opens the run's event stream on r, after lastID (-1: no
+// Last-Event-ID), and reads it in the background until it ends or Close.
+func follow(t *testing.T, r *replica, id string, lastID int64) *stream {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, r.url+"/v1/loops/"+id+"/events", nil)
+	if lastID >= 0 {
+		req.Header.Set("Last-Event-ID", strconv.FormatInt(lastID, 10))
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		cancel()
+		t.Fatalf("events of %s on %s: %v", id, r.name, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		cancel()
+		t.Fatalf("events of %s on %s: %d %s", id, r.name, resp.StatusCode, b)
+	}
+	s := &stream{events: make(chan sseEvent, 64), cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		defer close(s.events)
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+		var ev sseEvent
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case line == "":
+				if ev.Name != "" {
+					s.events <- ev
+				}
+				ev = sseEvent{}
+			case strings.HasPrefix(line, "id: "):
+				ev.ID, _ = strconv.ParseInt(strings.TrimPrefix(line, "id: "), 10, 64)
+			case strings.HasPrefix(line, "event: "):
+				ev.Name = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "data: "):
+				ev.Data += strings.TrimPrefix(line, "data: ")
+			}
+		}
+	}()
+	t.Cleanup(s.Close)
+	return s
+}
+
+// Close drops the connection, as a client that goes away does.
+func (s *stream) Close() {
+	s.cancel()
+	<-s.done
+}
+
+// until reads events up to and including the first named name.
+func (s *stream) until(t *testing.T, name string) []sseEvent {
+	t.Helper()
+	var got []sseEvent
+	timer := time.NewTimer(replicaWait)
+	defer timer.Stop()
+	for {
+		select {
+		case ev, ok := <-s.events:
+			if !ok {
+				t.Fatalf("the stream ended before %s; got %v", name, got)
+			}
+			got = append(got, ev)
+			if ev.Name == name {
+				return got
+			}
+		case <-timer.C:
+			t.Fatalf("no %s within %s; got %v", name, replicaWait, got)
+		}
+	}
+}
+
+// rest reads events until the stream ends.
+func (s *stream) rest(t *testing.T) []sseEvent {
+	t.Helper()
+	var got []sseEvent
+	timer := time.NewTimer(replicaWait)
+	defer timer.Stop()
+	for {
+		select {
+		case ev, ok := <-s.events:
+			if !ok {
+				return got
+			}
+			got = append(got, ev)
+		case <-timer.C:
+			t.Fatalf("the stream did not end within %s; got %v", replicaWait, got)
+		}
+	}
+}
+
+// checkLog checks that evs are the events 1..n of a run, each once, in
+// order, the last one loop.completed with the status, and returns the
+// terminal event's data.
+func checkLog(t *testing.T, where string, evs []sseEvent, status string) map[string]any {
+	t.Helper()
+	for i, ev := range evs {
+		if ev.ID != int64(i+1) {
+			t.Fatalf("%s: event %d has id %d (%v): a gap or a duplicate", where, i+1, ev.ID, evs)
+		}
+	}
+	end := evs[len(evs)-1]
+	var data map[string]any
+	if err := json.Unmarshal([]byte(end.Data), &data); err != nil || end.Name != "loop.completed" || data["status"] != status {
+		t.Fatalf("%s: last event %s %s (%v), want loop.completed with status %s", where, end.Name, end.Data, err, status)
+	}
+	return data
+}
+
+// startLoop starts a loop that calls the blocking tool, on r.
+func startLoop(t *testing.T, r *replica) string {
+	t.Helper()
+	body := `{"prompt":"Wait for me.","allowedTools":["block__wait"],"toolChoice":{"mode":"required"},"maxIterations":2}`
+	resp, err := http.Post(r.url+"/v1/loops", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var started struct{ ID string }
+	if err := json.NewDecoder(resp.Body).Decode(&started); err != nil || resp.StatusCode != http.StatusCreated || started.ID == "" {
+		t.Fatalf("POST /v1/loops on %s: %d %+v %v", r.name, resp.StatusCode, started, err)
+	}
+	return started.ID
+}
+
+// getRun reads GET /v1/loops/{id} on r.
+func getRun(t *testing.T, r *replica, id string) (status, errText string) {
+	t.Helper()
+	resp, err := http.Get(r.url + "/v1/loops/" + id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var run struct{ Status, Error string }
+	if err := json.NewDecoder(resp.Body).Decode(&run); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET %s on %s: %d %v", id, r.name, resp.StatusCode, err)
+	}
+	return run.Status, run.Error
+}
+
+// TestReplicas runs two processes of the built binary on one Redis. A loop
+// started on A is followed on B across a reconnect with Last-Event-ID and
+// cancelled from B; then A is killed (SIGKILL) in the middle of another
+// loop, and B ends that run failed within the lease bound. Every stream,
+// on either replica, gets each event once and the end.
+func TestReplicas(t *testing.T) {
+	sock := redistest.Socket(t) // skips without redis-server, unless CI=true
+	dir := t.TempDir()
+	bin, tool := buildBinaries(t, dir)
+	const lease = time.Second
+	config := filepath.Join(dir, "sampled.yaml")
+	cfg := fmt.Sprintf("redis:\n  url: unix://%s\n  leaseTTL: %s\nmcpServers:\n  block:\n    command: %s\n", sock, lease, tool)
+	if err := os.WriteFile(config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(http.DefaultTransport.(*http.Transport).CloseIdleConnections)
+	a := startReplica(t, "A", bin, config)
+	b := startReplica(t, "B", bin, config)
+
+	t.Run("follow and cancel from B", func(t *testing.T) {
+		id := startLoop(t, a)
+		onA := follow(t, a, id, -1)
+		onB := follow(t, b, id, -1)
+		first := onB.until(t, "loop.started")
+		onB.Close() // a forced reconnect
+		seenA := onA.until(t, "tool.started")
+		onB = follow(t, b, id, first[len(first)-1].ID)
+		seenB := append(first, onB.until(t, "tool.started")...)
+
+		req, _ := http.NewRequest(http.MethodDelete, b.url+"/v1/loops/"+id, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("DELETE on B = %d, want 202", resp.StatusCode)
+		}
+		seenA = append(seenA, onA.rest(t)...)
+		seenB = append(seenB, onB.rest(t)...)
+		checkLog(t, "A", seenA, "cancelled")
+		checkLog(t, "B", seenB, "cancelled")
+		if diff := cmp.Diff(seenA, seenB); diff != "" {
+			t.Errorf("the streams on A and B differ (-A +B):\n%s", diff)
+		}
+		if status, _ := getRun(t, b, id); status != "cancelled" {
+			t.Errorf("GET on B: status %q, want cancelled", status)
+		}
+	})
+
+	t.Run("A killed", func(t *testing.T) {
+		id := startLoop(t, a)
+		onB := follow(t, b, id, -1)
+		seen := onB.until(t, "tool.started")
+		if err := a.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		<-a.done
+		killed := time.Now()
+		seen = append(seen, onB.rest(t)...)
+		took := time.Since(killed)
+		end := checkLog(t, "B", seen, "failed")
+		const reason = "replica running this loop stopped (lease expired)"
+		if end["error"] != reason {
+			t.Errorf("loop.completed error %q, want %q", end["error"], reason)
+		}
+		// The bound (lease and a third) and what a loaded machine may take
+		// besides.
+		bound := lease + lease/3
+		t.Logf("B ended the run %v after A was killed (lease %v, bound %v)", took, lease, bound)
+		if took > bound+time.Second {
+			t.Errorf("B ended the run %v after A was killed, want within %v", took, bound)
+		}
+		if status, errText := getRun(t, b, id); status != "failed" || errText != reason {
+			t.Errorf("GET on B: %q %q, want failed with the reason", status, errText)
+		}
+		// A later stream on B replays the same log to its end.
+		if again := follow(t, b, id, -1).rest(t); !cmp.Equal(seen, again) {
+			t.Errorf("a replay on B differs:\n%v\nwant\n%v", again, seen)
+		}
+	})
+}
