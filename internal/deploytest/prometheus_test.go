@@ -24,6 +24,7 @@ import (
 
 	"github.com/sampled/sampled/internal/app"
 	"github.com/sampled/sampled/internal/config"
+	"github.com/sampled/sampled/internal/runs/redis/redistest"
 	"github.com/sampled/sampled/internal/testwait"
 	"github.com/sampled/sampled/internal/tools/mcptest"
 )
@@ -78,7 +79,9 @@ func TestDashboardAndAlertsAgainstPrometheus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := fmt.Sprintf("mcpServers:\n  test:\n    command: %q\n", bin) + fmt.Sprintf("providers:\n  - name: openai\n    type: openai\n    endpoint: %s/v1\n    models:\n      - name: gpt-4o-mini\n"+
+	// Runs in Redis, for the dashboard's Redis row.
+	cfg := fmt.Sprintf("redis:\n  url: unix://%s\n", redistest.Socket(t)) +
+		fmt.Sprintf("mcpServers:\n  test:\n    command: %q\n", bin) + fmt.Sprintf("providers:\n  - name: openai\n    type: openai\n    endpoint: %s/v1\n    models:\n      - name: gpt-4o-mini\n"+
 		"  - name: down\n    type: openai\n    endpoint: http://%s/v1\n    models:\n      - name: gone\n", up.URL, down) +
 		// The load's key, and one with a rate of 1 a minute for the 429s.
 		"apiKeys:\n  - name: load\n    hash: sha256:fd52c3bcf1d6a473c274a3ec97f5976e15a937e15781b72b402048e071e45a3f\n    requestsPerMinute: 100000\n" +
