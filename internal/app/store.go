@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	goredis "github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/sampled/sampled/internal/config"
 	"github.com/sampled/sampled/internal/loop"
@@ -53,6 +54,11 @@ func openStore(ctx context.Context, rc config.Redis, reg prometheus.Registerer, 
 	// The store retries appends itself, looking first whether the last
 	// try was done: a retry of go-redis's could add an event twice.
 	opt.MaxRetries = -1
+	// Off: in its default mode (auto) go-redis writes to the shared
+	// options from each new connection whose server does not know
+	// maintenance notifications (Redis before 8), a data race between
+	// the live loops' connections.
+	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	readOpt := *opt
 	readOpt.PoolSize = redisReadsPool
 	c, reads := goredis.NewClient(opt), goredis.NewClient(&readOpt)

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 )
 
 // server is the one redis-server of the test binary.
@@ -50,9 +51,17 @@ func Socket(t testing.TB) string {
 // closed with the test.
 func Client(t testing.TB, poolSize int) *goredis.Client {
 	t.Helper()
-	c := goredis.NewClient(&goredis.Options{Network: "unix", Addr: Socket(t), PoolSize: poolSize})
+	c := goredis.NewClient(&goredis.Options{Network: "unix", Addr: Socket(t), PoolSize: poolSize, MaintNotificationsConfig: noMaint()})
 	t.Cleanup(func() { _ = c.Close() })
 	return c
+}
+
+// noMaint turns maintenance notifications off, as the app does: in its
+// default mode (auto) go-redis writes to the shared options from each new
+// connection whose server does not know them (Redis before 8), a data race
+// between connections made at once.
+func noMaint() *maintnotifications.Config {
+	return &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 }
 
 // start runs the test binary's redis-server.
@@ -137,6 +146,9 @@ func (s *Server) Socket() string { return s.sock }
 func (s *Server) Client(t testing.TB, o goredis.Options) *goredis.Client {
 	t.Helper()
 	o.Network, o.Addr = "unix", s.sock
+	if o.MaintNotificationsConfig == nil {
+		o.MaintNotificationsConfig = noMaint()
+	}
 	c := goredis.NewClient(&o)
 	t.Cleanup(func() { _ = c.Close() })
 	return c
