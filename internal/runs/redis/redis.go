@@ -13,9 +13,9 @@
 // Live events are read once per replica and run: the first subscriber of a
 // run on this replica starts one blocking XREAD loop on the run's stream,
 // on one connection, and every subscriber of the run on this replica is fed
-// from it by non-blocking sends, as in runs/memory: a subscriber that falls
-// more than Buffer events behind is cut with runs.ErrSlow and resumes by
-// id. The loop ends after the terminal event, or soon after its last
+// from it by non-blocking sends, as in runs/memory (runs.Fanout): a
+// subscriber that falls more than Buffer events behind is cut with
+// runs.ErrSlow and resumes by id. The loop ends after the terminal event, or soon after its last
 // subscriber left.
 //
 // Cancel sets a flag in the run's hash and publishes the run's id on one
@@ -633,9 +633,7 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 	for _, f := range fs {
 		f.mu.Lock()
-		for len(f.subs) > 0 {
-			s.drop(f, f.subs[len(f.subs)-1], runs.ErrClosed)
-		}
+		f.fan.End(runs.ErrClosed)
 		f.mu.Unlock()
 	}
 	s.stop()
