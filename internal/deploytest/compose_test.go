@@ -272,8 +272,8 @@ func TestComposeFileValidates(t *testing.T) {
 				t.Errorf("%s: profiles = %q, want [replicas]", name, got)
 			}
 		}
-		if cmd := strings.Join(composeStrings(redis["command"]), " "); !strings.Contains(cmd, "--appendonly yes") {
-			t.Errorf("redis: command %q, want --appendonly yes (runs survive a restart of Redis)", cmd)
+		if cmd := strings.Join(composeStrings(redis["command"]), " "); !strings.Contains(cmd, "--appendonly yes") || !strings.Contains(cmd, "--appendfsync always") {
+			t.Errorf("redis: command %q, want --appendonly yes --appendfsync always (recorded events survive a restart or crash of Redis)", cmd)
 		}
 		if !slices.ContainsFunc(composeMounts(t, "redis", redis), func(m composeMount) bool { return !m.bind && m.target == "/data" }) {
 			t.Error("redis: no volume at /data for the append-only file")
