@@ -66,15 +66,15 @@ func buildBinaries(t *testing.T, dir string) (server, tool string) {
 	return server, tool
 }
 
-// startReplica runs the binary with the configuration file on a free
-// loopback port, and waits until it is ready. The process is killed at
+// startReplica runs the binary with the configuration file and the Redis
+// URL on a free loopback port, and waits until it is ready. The process is killed at
 // the end of the test, if still running; its logs are shown when the test
 // failed.
-func startReplica(t *testing.T, name, bin, config string) *replica {
+func startReplica(t *testing.T, name, bin, config, redisURL string) *replica {
 	t.Helper()
 	cmd := exec.Command(bin)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "SAMPLED_ADDR=127.0.0.1:0",
-		"SAMPLED_CONFIG=" + config, "SAMPLED_LOG_FORMAT=text"}
+		"SAMPLED_CONFIG=" + config, "SAMPLED_REDIS_URL=" + redisURL, "SAMPLED_LOG_FORMAT=text"}
 	logs := &lockedBuffer{}
 	cmd.Stderr = logs
 	stdout, err := cmd.StdoutPipe()
@@ -286,24 +286,27 @@ func getRun(t *testing.T, r *replica, id string) (status, errText string) {
 	return run.Status, run.Error
 }
 
-// TestReplicas runs two processes of the built binary on one Redis. A loop
+// TestReplicas runs processes of the built binary on one Redis. A loop
 // started on A is followed on B across a reconnect with Last-Event-ID and
-// cancelled from B; then A is killed (SIGKILL) in the middle of another
-// loop, and B ends that run failed within the lease bound. Every stream,
-// on either replica, gets each event once and the end.
+// cancelled from B. A third replica, C, stopped gracefully (SIGTERM) in
+// the middle of a loop, ends it cancelled itself. Then A is killed
+// (SIGKILL) in the middle of another loop, and B ends that run failed
+// within the lease bound. Every stream, on either replica, gets each
+// event once and the end.
 func TestReplicas(t *testing.T) {
 	sock := redistest.Socket(t) // skips without redis-server, unless CI=true
 	dir := t.TempDir()
 	bin, tool := buildBinaries(t, dir)
 	const lease = time.Second
 	config := filepath.Join(dir, "sampled.yaml")
-	cfg := fmt.Sprintf("redis:\n  url: unix://%s\n  leaseTTL: %s\nmcpServers:\n  block:\n    command: %s\n", sock, lease, tool)
+	cfg := fmt.Sprintf("redis:\n  leaseTTL: %s\nmcpServers:\n  block:\n    command: %s\n", lease, tool)
 	if err := os.WriteFile(config, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	redisURL := "unix://" + sock
 	t.Cleanup(http.DefaultTransport.(*http.Transport).CloseIdleConnections)
-	a := startReplica(t, "A", bin, config)
-	b := startReplica(t, "B", bin, config)
+	a := startReplica(t, "A", bin, config, redisURL)
+	b := startReplica(t, "B", bin, config, redisURL)
 
 	t.Run("follow and cancel from B", func(t *testing.T) {
 		id := startLoop(t, a)
@@ -333,6 +336,27 @@ func TestReplicas(t *testing.T) {
 		}
 		if status, _ := getRun(t, b, id); status != "cancelled" {
 			t.Errorf("GET on B: status %q, want cancelled", status)
+		}
+	})
+
+	t.Run("C stopped", func(t *testing.T) {
+		c := startReplica(t, "C", bin, config, redisURL)
+		id := startLoop(t, c)
+		onB := follow(t, b, id, -1)
+		seen := onB.until(t, "tool.started")
+		if err := c.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		stopped := time.Now()
+		seen = append(seen, onB.rest(t)...)
+		checkLog(t, "B", seen, "cancelled")
+		// C ended it while it drained: no lease had to expire.
+		if took := time.Since(stopped); took >= lease {
+			t.Errorf("the run ended %v after C was stopped, want it ended by C, before its lease (%v) ran out", took, lease)
+		}
+		<-c.done
+		if code := c.cmd.ProcessState.ExitCode(); code != 0 {
+			t.Errorf("C exited with %d after SIGTERM, want 0", code)
 		}
 	})
 
