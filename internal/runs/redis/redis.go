@@ -15,8 +15,8 @@
 // on one connection, and every subscriber of the run on this replica is fed
 // from it by non-blocking sends, as in runs/memory (runs.Fanout): a
 // subscriber that falls more than Buffer events behind is cut with
-// runs.ErrSlow and resumes by id. The loop ends after the terminal event, or soon after its last
-// subscriber left.
+// runs.ErrSlow and resumes by id. The loop ends after the terminal event,
+// or soon after its last subscriber left.
 //
 // Cancel sets a flag in the run's hash and publishes the run's id on one
 // pub/sub channel; each replica holds one subscription to it, for the runs
