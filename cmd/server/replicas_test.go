@@ -392,3 +392,56 @@ func TestReplicas(t *testing.T) {
 		}
 	})
 }
+
+// TestReplicasRedisRestart: Redis, with its append-only file, restarts
+// while a loop started on A waits in a tool call and B streams it. Both
+// replicas reconnect; a cancel from B then reaches A, and the streams on A
+// and B get every event once, to the end.
+func TestReplicasRedisRestart(t *testing.T) {
+	srv := redistest.New(t, true) // skips without redis-server, unless CI=true
+	dir := t.TempDir()
+	bin, tool := buildBinaries(t, dir)
+	config := filepath.Join(dir, "sampled.yaml")
+	// A lease longer than the restart: the run stays A's.
+	cfg := fmt.Sprintf("redis:\n  leaseTTL: 5s\nmcpServers:\n  block:\n    command: %s\n", tool)
+	if err := os.WriteFile(config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	redisURL := "unix://" + srv.Socket()
+	t.Cleanup(http.DefaultTransport.(*http.Transport).CloseIdleConnections)
+	a := startReplica(t, "A", bin, config, redisURL)
+	b := startReplica(t, "B", bin, config, redisURL)
+
+	id := startLoop(t, a)
+	onA := follow(t, a, id, -1)
+	onB := follow(t, b, id, -1)
+	seenA := onA.until(t, "tool.started")
+	seenB := onB.until(t, "tool.started")
+	srv.Down(t)
+	srv.Up(t)
+	// B answers again once its connections to Redis are made anew.
+	deadline := time.Now().Add(replicaWait)
+	for {
+		req, _ := http.NewRequest(http.MethodDelete, b.url+"/v1/loops/"+id, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode == http.StatusAccepted {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("DELETE on B = %d after Redis restarted, want 202 within %s", resp.StatusCode, replicaWait)
+		}
+		t.Logf("DELETE on B right after the restart: %d", resp.StatusCode)
+		time.Sleep(50 * time.Millisecond) // polling another process
+	}
+	seenA = append(seenA, onA.rest(t)...)
+	seenB = append(seenB, onB.rest(t)...)
+	checkLog(t, "A", seenA, "cancelled")
+	checkLog(t, "B", seenB, "cancelled")
+	if diff := cmp.Diff(seenA, seenB); diff != "" {
+		t.Errorf("the streams on A and B differ (-A +B):\n%s", diff)
+	}
+}
