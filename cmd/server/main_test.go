@@ -23,8 +23,15 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "sampled-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	binaries = sync.OnceValues(func() (replicaBinaries, error) { return buildBinaries(dir) })
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
 		redistest.Stop()
+		_ = os.RemoveAll(dir)
 		os.Exit(code)
 	}))
 }

@@ -54,16 +54,31 @@ type replica struct {
 	done chan struct{} // closed once the process was waited for
 }
 
+// replicaBinaries are the built sampled and blocking MCP tool server.
+type replicaBinaries struct{ server, tool string }
+
+// binaries builds them once per test binary (set by TestMain).
+var binaries func() (replicaBinaries, error)
+
 // buildBinaries builds sampled and the blocking MCP tool server into dir.
-func buildBinaries(t *testing.T, dir string) (server, tool string) {
-	t.Helper()
-	server, tool = filepath.Join(dir, "sampled"), filepath.Join(dir, "blocktool")
-	for _, b := range []struct{ out, pkg string }{{server, "."}, {tool, "./testdata/blocktool"}} {
-		if out, err := exec.Command("go", "build", "-o", b.out, b.pkg).CombinedOutput(); err != nil {
-			t.Fatalf("go build %s: %v\n%s", b.pkg, err, out)
+func buildBinaries(dir string) (replicaBinaries, error) {
+	b := replicaBinaries{server: filepath.Join(dir, "sampled"), tool: filepath.Join(dir, "blocktool")}
+	for _, p := range []struct{ out, pkg string }{{b.server, "."}, {b.tool, "./testdata/blocktool"}} {
+		if out, err := exec.Command("go", "build", "-o", p.out, p.pkg).CombinedOutput(); err != nil {
+			return b, fmt.Errorf("go build %s: %v\n%s", p.pkg, err, out)
 		}
 	}
-	return server, tool
+	return b, nil
+}
+
+// built returns the binaries, failing t if they could not be built.
+func built(t *testing.T) (server, tool string) {
+	t.Helper()
+	b, err := binaries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.server, b.tool
 }
 
 // startReplica runs the binary with the configuration file and the Redis
@@ -296,7 +311,7 @@ func getRun(t *testing.T, r *replica, id string) (status, errText string) {
 func TestReplicas(t *testing.T) {
 	sock := redistest.Socket(t) // skips without redis-server, unless CI=true
 	dir := t.TempDir()
-	bin, tool := buildBinaries(t, dir)
+	bin, tool := built(t)
 	const lease = time.Second
 	config := filepath.Join(dir, "sampled.yaml")
 	cfg := fmt.Sprintf("redis:\n  leaseTTL: %s\nmcpServers:\n  block:\n    command: %s\n", lease, tool)
@@ -400,7 +415,7 @@ func TestReplicas(t *testing.T) {
 func TestReplicasRedisRestart(t *testing.T) {
 	srv := redistest.New(t, true) // skips without redis-server, unless CI=true
 	dir := t.TempDir()
-	bin, tool := buildBinaries(t, dir)
+	bin, tool := built(t)
 	config := filepath.Join(dir, "sampled.yaml")
 	// A lease longer than the restart: the run stays A's.
 	cfg := fmt.Sprintf("redis:\n  leaseTTL: 5s\nmcpServers:\n  block:\n    command: %s\n", tool)
