@@ -312,7 +312,7 @@ func TestReplicas(t *testing.T) {
 	sock := redistest.Socket(t) // skips without redis-server, unless CI=true
 	dir := t.TempDir()
 	bin, tool := built(t)
-	const lease = time.Second
+	const lease = 2 * time.Second // long enough that a loaded machine does not stall A past it
 	config := filepath.Join(dir, "sampled.yaml")
 	cfg := fmt.Sprintf("redis:\n  leaseTTL: %s\nmcpServers:\n  block:\n    command: %s\n", lease, tool)
 	if err := os.WriteFile(config, []byte(cfg), 0o600); err != nil {

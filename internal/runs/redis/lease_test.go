@@ -84,7 +84,7 @@ func TestAbandonedRunEnds(t *testing.T) {
 			took := time.Since(died)
 			t.Logf("the run ended %v after its owner stopped (lease %v)", took, lease)
 			// The bound, and the time a loaded machine may take to tell.
-			if bound := lease + lease/3 + 500*time.Millisecond; took > bound {
+			if bound := lease + lease/3 + time.Second; took > bound {
 				t.Errorf("the run ended %v after its owner stopped, want within %v", took, bound)
 			}
 		}
@@ -111,10 +111,12 @@ func TestAbandonedRunEnds(t *testing.T) {
 }
 
 // TestLeaseKeptWhileOwnerLives: a run whose owner renews its lease is not
-// ended, however many times the janitors look.
+// ended, however many times the janitors look. (The lease is long enough
+// for a loaded machine: an owner whose renewals all stall for a whole
+// lease does lose its run.)
 func TestLeaseKeptWhileOwnerLives(t *testing.T) {
 	ctx := t.Context()
-	const lease = 150 * time.Millisecond
+	const lease = 600 * time.Millisecond
 	var seen counter
 	o := Options{Lease: lease, Abandon: abandon, Prefix: prefix(), Observe: seen.observe}
 	a, b := New(newClient(t), o), New(newClient(t), o)
@@ -122,14 +124,14 @@ func TestLeaseKeptWhileOwnerLives(t *testing.T) {
 	if err := a.Create(ctx, "r", nil); err != nil {
 		t.Fatal(err)
 	}
-	// Two janitors sweep 30 times each, in two operations a sweep: 10
+	// Two janitors sweep 12 times each, in two operations a sweep: 4
 	// leases long.
-	poll(t, "30 sweeps", func() (bool, string) {
+	poll(t, "12 sweeps", func() (bool, string) {
 		n := seen.count("sweep")
-		return n >= 2*2*30, fmt.Sprintf("%d sweep operations", n)
+		return n >= 2*2*12, fmt.Sprintf("%d sweep operations", n)
 	})
 	if _, err := a.Append(ctx, "r", "tool.completed", data(1)); err != nil {
-		t.Errorf("Append after 10 leases = %v, want the run still running", err)
+		t.Errorf("Append after 4 leases = %v, want the run still running", err)
 	}
 	if seen.count("abandon") != 0 {
 		t.Errorf("%d abandon scripts ran, want none", seen.count("abandon"))
