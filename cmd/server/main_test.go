@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -17,9 +18,23 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/tmaxmax/go-sse"
 	"go.uber.org/goleak"
+
+	"github.com/sampled/sampled/internal/runs/redis/redistest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "sampled-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	binaries = sync.OnceValues(func() (replicaBinaries, error) { return buildBinaries(dir) })
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		redistest.Stop()
+		_ = os.RemoveAll(dir)
+		os.Exit(code)
+	}))
+}
 
 // syncWriter lets the test read what run writes to stdout.
 type syncWriter struct {

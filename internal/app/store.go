@@ -9,8 +9,10 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	goredis "github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/sampled/sampled/internal/config"
+	"github.com/sampled/sampled/internal/loop"
 	"github.com/sampled/sampled/internal/metrics"
 	"github.com/sampled/sampled/internal/runs"
 	"github.com/sampled/sampled/internal/runs/memory"
@@ -49,11 +51,20 @@ func openStore(ctx context.Context, rc config.Redis, reg prometheus.Registerer, 
 		return runStore{}, errors.New("run store: the Redis URL is not one go-redis accepts (redis://[user:password@]host:port/db, rediss://…, unix://…)")
 	}
 	opt.ContextTimeoutEnabled = true
+	// The store retries appends itself, looking first whether the last
+	// try was done: a retry of go-redis's could add an event twice.
+	opt.MaxRetries = -1
+	// Off: in its default mode (auto) go-redis writes to the shared
+	// options from each new connection whose server does not know
+	// maintenance notifications (Redis before 8), a data race between
+	// the live loops' connections.
+	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	readOpt := *opt
 	readOpt.PoolSize = redisReadsPool
 	c, reads := goredis.NewClient(opt), goredis.NewClient(&readOpt)
 	m := metrics.NewRedis(reg)
-	s := runsredis.New(c, runsredis.Options{Reads: reads, Observe: m.Observe})
+	s := runsredis.New(c, runsredis.Options{Reads: reads, Observe: m.Observe,
+		Lease: time.Duration(rc.LeaseTTL), Abandon: loop.Abandoned})
 	ping := func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()

@@ -70,10 +70,18 @@ type Redis struct {
 	// URL is a redis://, rediss:// or unix:// URL; it may hold a password,
 	// so it is a Secret. Empty means runs stay in memory.
 	URL Secret `yaml:"url"`
+	// LeaseTTL is how long a run outlives its replica: the replica running
+	// a loop renews its lease every third of it, and another replica ends
+	// the run failed within LeaseTTL and a third once the renewals stop;
+	// 0 means 10s.
+	LeaseTTL Duration `yaml:"leaseTTL"`
 }
 
 // check validates the URL without ever quoting it.
 func (r Redis) check() error {
+	if r.LeaseTTL != 0 && time.Duration(r.LeaseTTL) < 300*time.Millisecond {
+		return fmt.Errorf("redis.leaseTTL: want at least 300ms, got %s", time.Duration(r.LeaseTTL))
+	}
 	if r.URL == "" {
 		return nil
 	}

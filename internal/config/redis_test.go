@@ -3,6 +3,7 @@ package config
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestRedisURL: the Redis URL comes from the file or SAMPLED_REDIS_URL,
@@ -43,5 +44,34 @@ func TestRedisURL(t *testing.T) {
 				t.Errorf("String() = %q shows the URL", c.Redis.URL.String())
 			}
 		})
+	}
+}
+
+// TestRedisLeaseTTL: the lease is read from the file; one too short to
+// renew is refused.
+func TestRedisLeaseTTL(t *testing.T) {
+	tests := []struct {
+		file    string
+		want    time.Duration
+		wantErr string
+	}{
+		{file: "redis:\n  url: redis://db:6379\n", want: 0},
+		{file: "redis:\n  url: redis://db:6379\n  leaseTTL: 2s\n", want: 2 * time.Second},
+		{file: "redis:\n  url: redis://db:6379\n  leaseTTL: 100ms\n", wantErr: "redis.leaseTTL: want at least 300ms"},
+	}
+	for _, tt := range tests {
+		c, err := Load(env(map[string]string{"SAMPLED_CONFIG": "c.yaml"}), files(map[string]string{"c.yaml": tt.file}))
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Errorf("%q: err = %v, want %q", tt.file, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := time.Duration(c.Redis.LeaseTTL); got != tt.want {
+			t.Errorf("%q: LeaseTTL = %v, want %v", tt.file, got, tt.want)
+		}
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path"
@@ -260,6 +261,53 @@ func TestComposeFileValidates(t *testing.T) {
 		pulled := strings.Join(composeInterpolated(t, "ollama-pull", append(composeStrings(pull["entrypoint"]), composeStrings(pull["command"])...)), " ")
 		if model := env["SAMPLING_MODEL"]; model == "" || !strings.Contains(pulled, "pull "+model) {
 			t.Errorf("sampled-ollama: SAMPLING_MODEL %q is not the model ollama-pull pulls (%q)", model, pulled)
+		}
+	})
+
+	t.Run("replicas profile", func(t *testing.T) {
+		redis := composeService(t, services, "redis")
+		for _, name := range []string{"redis", "sampled-a", "sampled-b"} {
+			svc := composeService(t, services, name)
+			if got := composeStrings(svc["profiles"]); !slices.Equal(got, []string{"replicas"}) {
+				t.Errorf("%s: profiles = %q, want [replicas]", name, got)
+			}
+		}
+		if cmd := strings.Join(composeStrings(redis["command"]), " "); !strings.Contains(cmd, "--appendonly yes") || !strings.Contains(cmd, "--appendfsync always") {
+			t.Errorf("redis: command %q, want --appendonly yes --appendfsync always (recorded events survive a restart or crash of Redis)", cmd)
+		}
+		if !slices.ContainsFunc(composeMounts(t, "redis", redis), func(m composeMount) bool { return !m.bind && m.target == "/data" }) {
+			t.Error("redis: no volume at /data for the append-only file")
+		}
+		if composeMap(redis["healthcheck"]) == nil {
+			t.Error("redis: no healthcheck")
+		}
+		if len(composeStrings(redis["ports"])) != 0 {
+			t.Errorf("redis: ports %v; Redis has no password here and must not be published", redis["ports"])
+		}
+		sampled := composeService(t, services, "sampled")
+		for name, port := range map[string]string{"sampled-a": "8082", "sampled-b": "8083"} {
+			svc := composeService(t, services, name)
+			if !composeEqual(svc["build"], sampled["build"]) || !composeEqual(svc["healthcheck"], sampled["healthcheck"]) || svc["read_only"] != true {
+				t.Errorf("%s: not built, checked and hardened as sampled is", name)
+			}
+			if want := "127.0.0.1:" + port + ":8080"; !slices.Contains(composeInterpolated(t, "ports", composeStrings(svc["ports"])), want) {
+				t.Errorf("%s: ports = %v, want %s", name, svc["ports"], want)
+			}
+			env := composeEnv(t, name, svc)
+			if env["SAMPLED_ADDR"] != ":8080" {
+				t.Errorf("%s: SAMPLED_ADDR = %q, want :8080", name, env["SAMPLED_ADDR"])
+			}
+			// Both on the redis service, on a port it listens on.
+			u, err := url.Parse(env["SAMPLED_REDIS_URL"])
+			if err != nil || u.Scheme != "redis" || u.Hostname() != "redis" || !slices.Contains(composeContainerPorts(redis), u.Port()) {
+				t.Errorf("%s: SAMPLED_REDIS_URL = %q, want redis://redis:<a port redis listens on>", name, env["SAMPLED_REDIS_URL"])
+			}
+			if got := composeDependsOn(svc)["redis"]; got != "service_healthy" {
+				t.Errorf("%s: depends_on redis with condition %q, want service_healthy", name, got)
+			}
+		}
+		if a, b := composeEnv(t, "sampled-a", composeService(t, services, "sampled-a")), composeEnv(t, "sampled-b", composeService(t, services, "sampled-b")); !composeEqual(a, b) {
+			t.Errorf("the replicas' environments differ:\n%v\n%v", a, b)
 		}
 	})
 

@@ -74,37 +74,41 @@ var deployKindOf = map[reflect.Type]string{
 }
 
 // deployCatalogue returns every metric sampled defines, name to kind. It reads
-// the fields of metrics.Metrics and checks them against what metrics.New
-// registers, so that neither can drift from the other unnoticed.
+// the fields of metrics.Metrics and metrics.Redis (registered when runs are
+// kept in Redis) and checks them against what metrics.New and
+// metrics.NewRedis register, so that neither can drift from the other
+// unnoticed.
 func deployCatalogue(t *testing.T) map[string]string {
 	t.Helper()
 	reg := prometheus.NewRegistry()
-	m := metrics.New(reg)
+	sets := []any{metrics.New(reg), metrics.NewRedis(reg)}
 
 	kinds := map[string]string{}
-	v := reflect.ValueOf(m).Elem()
-	for i := range v.NumField() {
-		f := v.Type().Field(i)
-		if !f.IsExported() {
-			continue
-		}
-		c, ok := v.Field(i).Interface().(prometheus.Collector)
-		if !ok {
-			continue
-		}
-		kind, ok := deployKindOf[f.Type]
-		if !ok {
-			t.Fatalf("metrics.Metrics.%s has type %s, unknown to this test: add it to deployKindOf", f.Name, f.Type)
-		}
-		for _, name := range deployDescribe(t, c) {
-			kinds[name] = kind
+	for _, m := range sets {
+		v := reflect.ValueOf(m).Elem()
+		for i := range v.NumField() {
+			f := v.Type().Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			c, ok := v.Field(i).Interface().(prometheus.Collector)
+			if !ok {
+				continue
+			}
+			kind, ok := deployKindOf[f.Type]
+			if !ok {
+				t.Fatalf("%s.%s has type %s, unknown to this test: add it to deployKindOf", v.Type(), f.Name, f.Type)
+			}
+			for _, name := range deployDescribe(t, c) {
+				kinds[name] = kind
+			}
 		}
 	}
 
 	registered := deployDescribe(t, reg)
 	names := slices.Sorted(maps.Keys(kinds))
 	if !slices.Equal(names, registered) {
-		t.Fatalf("metrics.Metrics fields define %v but metrics.New registers %v", names, registered)
+		t.Fatalf("metrics.Metrics and metrics.Redis fields define %v but metrics.New and metrics.NewRedis register %v", names, registered)
 	}
 	if len(names) == 0 {
 		t.Fatal("the metric catalogue is empty")

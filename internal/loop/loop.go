@@ -201,6 +201,10 @@ var ErrClosed = errors.New("loop: engine closed")
 // Close.
 var errCancelled = errors.New("loop cancelled")
 
+// errStore is the cause of a loop stopped because the store did not record
+// one of its events.
+var errStore = errors.New("the run store failed")
+
 // Start checks spec, creates the run and runs the loop in the background.
 // The loop ends when ctx ends, when it is cancelled through the store, on
 // Close, or by its own limits.
@@ -254,7 +258,7 @@ func (e *Engine) start(ctx context.Context, spec Spec, onIteration func(int)) (r
 	stopCtx := context.AfterFunc(ctx, func() { cancel(errCancelled) })
 	stopClosing := context.AfterFunc(e.closing, func() { cancel(errCancelled) })
 	e.o.Metrics.LoopsActive.Inc()
-	r = &run{e: e, id: id, spec: spec, lim: lim, defs: defs, snap: snap, log: e.o.Logger.With("loopId", id, "traceId", trace),
+	r = &run{e: e, stop: cancel, id: id, spec: spec, lim: lim, defs: defs, snap: snap, log: e.o.Logger.With("loopId", id, "traceId", trace),
 		onIteration: onIteration}
 	finished := make(chan struct{})
 	go func() {

@@ -69,7 +69,9 @@ type (
 // run is one loop in progress. Only its goroutine touches it, except the
 // parallel tool calls, which only emit events.
 type run struct {
-	e    *Engine
+	e *Engine
+	// stop ends the loop's context with a cause, e.g. errStore.
+	stop context.CancelCauseFunc
 	id   string
 	spec Spec
 	lim  limits
@@ -89,7 +91,14 @@ func (r *run) emit(name string, data any) {
 	// Events are recorded even when the loop's context has ended: the
 	// terminal event of a cancelled loop must reach its subscribers.
 	if _, err := r.e.o.Store.Append(context.Background(), r.id, name, b); err != nil {
+		// The store retried what it could. A loop whose events are not
+		// all recorded stops, rather than leave a gap in its log: it ends
+		// failed, or, if its run was ended meanwhile (by another replica
+		// that found its lease expired), it is over.
 		r.log.Error("append event", "event", name, "error", err)
+		if r.stop != nil {
+			r.stop(errStore)
+		}
 		return
 	}
 	r.e.o.Metrics.SSEEvents.WithLabelValues(name).Inc()
@@ -225,6 +234,10 @@ func (r *run) run(parent context.Context, cancel context.CancelCauseFunc) {
 			break
 		}
 	}
+	if errors.Is(context.Cause(ctx), errStore) {
+		// Whatever the loop came to, its log lacks an event.
+		status, errText = r.failure(ctx, errStore)
+	}
 	now := time.Now().UTC()
 	r.snap.Status, r.snap.Error, r.snap.FinishedAt = status, errText, &now
 	r.e.o.Metrics.LoopsTotal.WithLabelValues(status).Inc()
@@ -233,6 +246,27 @@ func (r *run) run(parent context.Context, cancel context.CancelCauseFunc) {
 	r.finish(completedEvent{TraceID: r.snap.TraceID, Status: status, TotalIterations: r.snap.Iterations,
 		Success: status == StatusCompleted, DurationMs: time.Since(start).Milliseconds(), Result: r.snap.Result,
 		Error: errText, Usage: r.snap.Usage})
+}
+
+// Abandoned returns the terminal event and final snapshot of a run that
+// stopped without recording its end (the replica running it died): status
+// failed, with reason as its error. A run store calls it, with the run's
+// latest snapshot, to end such a run (see runs/redis Options.Abandon).
+func Abandoned(id string, snapshot json.RawMessage, reason string) (name string, data, final json.RawMessage) {
+	var snap Snapshot
+	if json.Unmarshal(snapshot, &snap) != nil || snap.ID == "" {
+		snap = Snapshot{ID: id, Messages: []sampler.Message{}, Tools: []string{}}
+	}
+	now := time.Now().UTC()
+	snap.Status, snap.Error, snap.FinishedAt = StatusFailed, reason, &now
+	var took int64
+	if !snap.CreatedAt.IsZero() {
+		took = now.Sub(snap.CreatedAt).Milliseconds()
+	}
+	data, _ = json.Marshal(completedEvent{TraceID: snap.TraceID, Status: StatusFailed, TotalIterations: snap.Iterations,
+		DurationMs: took, Result: snap.Result, Error: reason, Usage: snap.Usage})
+	final, _ = json.Marshal(snap)
+	return EventLoopCompleted, data, final
 }
 
 // iterated tells onIteration, if any, that iteration it ended.
@@ -247,6 +281,8 @@ func (r *run) failure(ctx context.Context, err error) (string, string) {
 	switch cause := context.Cause(ctx); {
 	case errors.Is(cause, errCancelled):
 		return StatusCancelled, "cancelled"
+	case errors.Is(cause, errStore):
+		return StatusFailed, "the run store failed: an event could not be recorded"
 	case errors.Is(cause, context.DeadlineExceeded):
 		return StatusTimeout, fmt.Sprintf("the loop did not finish within %s", r.lim.timeout)
 	}

@@ -1,8 +1,8 @@
 // Package memory is the in-process runs.Store.
 //
 // Its subscriptions cost no goroutine: events are delivered by non-blocking
-// sends into buffered channels, so a slow subscriber never blocks Append nor
-// other subscribers; it is cut instead (runs.ErrSlow) and resumes by id. A
+// sends into buffered channels (runs.Fanout), so a slow subscriber never
+// blocks Append nor other subscribers; it is cut instead (runs.ErrSlow) and resumes by id. A
 // run keeps a bounded window of its latest events, and a finished run
 // expires after a time to live.
 package memory
@@ -94,9 +94,8 @@ type run struct {
 	finishedAt time.Time
 	cancel     chan struct{} // closed by Cancel
 	cancelled  bool
-	// subs are the live subscriptions, in no order; each knows its index.
-	// A slice, not a map: Append walks it for every event.
-	subs []*subscription
+	// fan holds the live subscriptions; r.mu guards it.
+	fan *runs.Fanout
 }
 
 // New returns an empty Store.
@@ -140,7 +139,9 @@ func (m *Store) Create(_ context.Context, id string, snapshot json.RawMessage) e
 		}
 	}
 	m.created++
-	m.runs[id] = &run{seq: m.created, snapshot: clone(snapshot), cancel: make(chan struct{})}
+	r := &run{seq: m.created, snapshot: clone(snapshot), cancel: make(chan struct{})}
+	r.fan = runs.NewFanout(&r.mu, &m.subs)
+	m.runs[id] = r
 	return nil
 }
 
@@ -257,27 +258,7 @@ func (m *Store) append(id, name string, data, snapshot json.RawMessage, terminal
 		r.events = r.events[n:]
 	}
 	r.events = append(r.events, ev)
-	// drop moves the last subscription into the dropped one's place, so
-	// after a drop the same index is visited again.
-	for i := 0; i < len(r.subs); {
-		s := r.subs[i]
-		// A subscription after an id not reached yet skips the events up
-		// to it, but not the terminal event: every subscription ends with
-		// it.
-		if ev.ID > s.after || terminal {
-			select {
-			case s.ch <- ev:
-			default:
-				m.drop(r, s, runs.ErrSlow)
-				continue
-			}
-		}
-		if terminal {
-			m.drop(r, s, nil)
-			continue
-		}
-		i++
-	}
+	r.fan.Deliver(ev, terminal)
 	if terminal {
 		r.finished = true
 		r.finishedAt = now
@@ -323,36 +304,16 @@ func (m *Store) Subscribe(ctx context.Context, id string, after int64) (runs.Sub
 		// with it.
 		replay = r.events[len(r.events)-1:]
 	}
-	s := &subscription{after: after, m: m, r: r, idx: -1}
 	// Closed checked under r.mu: Close sets it before it ends the
 	// subscriptions of every run, each under its lock.
-	live := !r.finished && !m.closed.Load()
-	if live {
-		s.ch = make(chan runs.Event, len(replay)+m.buffer)
-	} else {
-		s.ch = make(chan runs.Event, len(replay))
+	if !r.finished && !m.closed.Load() {
+		return r.fan.Subscribe(ctx, after, replay, m.buffer), nil
 	}
-	for _, ev := range replay {
-		s.ch <- ev // never blocks: the channel has room for the replay
+	var end error
+	if !r.finished {
+		end = runs.ErrClosed
 	}
-	if !live {
-		if !r.finished {
-			s.err = runs.ErrClosed
-		}
-		close(s.ch)
-		return s, nil
-	}
-	s.idx = len(r.subs)
-	r.subs = append(r.subs, s)
-	m.subs.Add(1)
-	// Registered under r.mu so that drop, also under r.mu, sees stop. If
-	// ctx is already done the callback waits for r.mu and then drops s.
-	s.stop = context.AfterFunc(ctx, func() {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		m.drop(r, s, nil)
-	})
-	return s, nil
+	return runs.Ended(replay, end), nil
 }
 
 // Cancel records the request to cancel a running run and closes its
@@ -404,9 +365,7 @@ func (m *Store) Close() error {
 	m.mu.RUnlock()
 	for _, r := range all {
 		r.mu.Lock()
-		for len(r.subs) > 0 {
-			m.drop(r, r.subs[len(r.subs)-1], runs.ErrClosed)
-		}
+		r.fan.End(runs.ErrClosed)
 		r.mu.Unlock()
 	}
 	return nil
@@ -438,23 +397,6 @@ func (m *Store) remove(id string, r *run) {
 		delete(m.runs, id)
 	}
 	m.mu.Unlock()
-}
-
-// drop ends subscription s of r with err. r.mu must be held.
-func (m *Store) drop(r *run, s *subscription, err error) {
-	if s.idx < 0 { // never registered, or dropped already
-		return
-	}
-	last := len(r.subs) - 1
-	r.subs[s.idx] = r.subs[last]
-	r.subs[s.idx].idx = s.idx
-	r.subs[last] = nil
-	r.subs = r.subs[:last]
-	s.idx = -1
-	s.stop()
-	s.err = err
-	m.subs.Add(-1) // before close: whoever sees the close sees the count
-	close(s.ch)
 }
 
 // scheduleExpiry queues r, finished, for the sweep.
@@ -512,29 +454,4 @@ func clone(b json.RawMessage) json.RawMessage {
 		return nil
 	}
 	return bytes.Clone(b)
-}
-
-// subscription is a runs.Subscription of a Store.
-type subscription struct {
-	ch    chan runs.Event
-	after int64 // live events with ID <= after are skipped
-	m     *Store
-	r     *run        // its mu guards err, stop and idx
-	stop  func() bool // stops watching the subscriber's ctx; nil if never registered
-	idx   int         // index in r.subs; -1 when not registered
-	err   error
-}
-
-func (s *subscription) Events() <-chan runs.Event { return s.ch }
-
-func (s *subscription) Err() error {
-	s.r.mu.Lock()
-	defer s.r.mu.Unlock()
-	return s.err
-}
-
-func (s *subscription) Close() {
-	s.r.mu.Lock()
-	defer s.r.mu.Unlock()
-	s.m.drop(s.r, s, nil)
 }

@@ -23,13 +23,13 @@ type follower struct {
 	refs int // Subscribes under way; guarded by Store.mu
 
 	mu      sync.Mutex
-	subs    []*subscription // the live subscriptions; each knows its index
-	pos     int64           // id of the last event read
-	started bool            // the loop runs, or ran
-	final   bool            // the loop read the terminal event
-	gone    bool            // the loop ended or is ending: f takes no subscription
-	connID  int64           // the loop's Redis connection, for CLIENT UNBLOCK; 0 when unknown
-	done    chan struct{}   // closed when the loop ends
+	fan     *runs.Fanout  // the live subscriptions
+	pos     int64         // id of the last event read
+	started bool          // the loop runs, or ran
+	final   bool          // the loop read the terminal event
+	gone    bool          // the loop ended or is ending: f takes no subscription
+	connID  int64         // the loop's Redis connection, for CLIENT UNBLOCK; 0 when unknown
+	done    chan struct{} // closed when the loop ends
 }
 
 // logState is a consistent read of a run: its hash and the events to
@@ -131,6 +131,7 @@ func (s *Store) subscribe(ctx context.Context, id string, after int64) (runs.Sub
 	f := s.followers[id]
 	if f == nil {
 		f = &follower{id: id, done: make(chan struct{})}
+		f.fan = runs.NewFanout(&f.mu, &s.subs)
 		s.followers[id] = f
 	}
 	f.refs++
@@ -160,37 +161,20 @@ func (s *Store) subscribe(ctx context.Context, id string, after int64) (runs.Sub
 			return nil, fmt.Errorf("runs: subscribe to %q: %w", id, err)
 		}
 	}
-	sub := &subscription{s: s, f: f, after: max(after, st.last), idx: -1}
-	live := !st.finished && !s.closed.Load()
-	if live {
-		sub.ch = make(chan runs.Event, len(st.replay)+s.buffer)
-	} else {
-		sub.ch = make(chan runs.Event, len(st.replay))
-	}
-	for _, ev := range st.replay {
-		sub.ch <- ev // never blocks: the channel has room for the replay
-	}
-	if !live {
+	if st.finished || s.closed.Load() {
+		var end error
 		if !st.finished {
-			sub.err = runs.ErrClosed
+			end = runs.ErrClosed
 		}
-		close(sub.ch)
-		return sub, nil
+		return runs.Ended(st.replay, end), nil
 	}
-	sub.idx = len(f.subs)
-	f.subs = append(f.subs, sub)
-	s.subs.Add(1)
+	sub := f.fan.Subscribe(ctx, max(after, st.last), st.replay, s.buffer)
 	if !f.started {
 		f.started = true
 		f.pos = st.last
 		s.wg.Add(1)
 		go s.follow(f)
 	}
-	sub.stop = context.AfterFunc(ctx, func() {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		s.drop(f, sub, nil)
-	})
 	return sub, nil
 }
 
@@ -201,7 +185,7 @@ func (s *Store) release(f *follower) {
 	defer s.mu.Unlock()
 	f.refs--
 	f.mu.Lock()
-	idle := f.refs == 0 && !f.started && len(f.subs) == 0
+	idle := f.refs == 0 && !f.started && f.fan.Len() == 0
 	f.mu.Unlock()
 	if idle && s.followers[f.id] == f {
 		delete(s.followers, f.id)
@@ -311,9 +295,7 @@ func (s *Store) checkKept(f *follower) {
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	for len(f.subs) > 0 {
-		s.drop(f, f.subs[len(f.subs)-1], errVanished)
-	}
+	f.fan.End(errVanished)
 	f.final = true
 }
 
@@ -323,7 +305,7 @@ func (s *Store) keepFollowing(f *follower) bool {
 	defer s.mu.Unlock()
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if !s.closed.Load() && !f.final && (len(f.subs) > 0 || f.refs > 0) {
+	if !s.closed.Load() && !f.final && (f.fan.Len() > 0 || f.refs > 0) {
 		return true
 	}
 	f.gone = true
@@ -339,19 +321,17 @@ func nextBackoff(d time.Duration) time.Duration {
 }
 
 // deliver hands entries read by f's loop to its subscriptions without
-// blocking: a subscription whose buffer is full is cut with runs.ErrSlow.
-// If entries were trimmed before the loop read them, every subscription
-// is cut with runs.ErrSlow rather than skip them: it resumes by id and
-// gets runs.ErrExpired or the events.
+// blocking (runs.Fanout): a subscription whose buffer is full is cut with
+// runs.ErrSlow. If entries were trimmed before the loop read them, every
+// subscription is cut with runs.ErrSlow rather than skip them: it resumes
+// by id and gets runs.ErrExpired or the events.
 func (s *Store) deliver(f *follower, msgs []goredis.XMessage) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, m := range msgs {
 		ev, terminal, err := parseEntry(m)
 		if err != nil {
-			for len(f.subs) > 0 {
-				s.drop(f, f.subs[len(f.subs)-1], err)
-			}
+			f.fan.End(err)
 			f.final = true
 			return
 		}
@@ -359,77 +339,13 @@ func (s *Store) deliver(f *follower, msgs []goredis.XMessage) {
 			continue
 		}
 		if ev.ID != f.pos+1 {
-			for len(f.subs) > 0 {
-				s.drop(f, f.subs[len(f.subs)-1], runs.ErrSlow)
-			}
+			f.fan.End(runs.ErrSlow)
 		}
 		f.pos = ev.ID
-		// drop moves the last subscription into the dropped one's place,
-		// so after a drop the same index is visited again.
-		for i := 0; i < len(f.subs); {
-			sub := f.subs[i]
-			// A subscription after an id not reached yet skips the events
-			// up to it, but not the terminal event: every subscription
-			// ends with it.
-			if ev.ID > sub.after || terminal {
-				select {
-				case sub.ch <- ev:
-				default:
-					s.drop(f, sub, runs.ErrSlow)
-					continue
-				}
-			}
-			if terminal {
-				s.drop(f, sub, nil)
-				continue
-			}
-			i++
-		}
+		f.fan.Deliver(ev, terminal)
 		if terminal {
 			f.final = true
 			return
 		}
 	}
-}
-
-// drop ends subscription sub of f with err. f.mu must be held.
-func (s *Store) drop(f *follower, sub *subscription, err error) {
-	if sub.idx < 0 { // never registered, or dropped already
-		return
-	}
-	last := len(f.subs) - 1
-	f.subs[sub.idx] = f.subs[last]
-	f.subs[sub.idx].idx = sub.idx
-	f.subs[last] = nil
-	f.subs = f.subs[:last]
-	sub.idx = -1
-	sub.stop()
-	sub.err = err
-	s.subs.Add(-1) // before close: whoever sees the close sees the count
-	close(sub.ch)
-}
-
-// subscription is a runs.Subscription of a Store.
-type subscription struct {
-	ch    chan runs.Event
-	after int64 // live events with ID <= after are skipped
-	s     *Store
-	f     *follower   // its mu guards err, stop and idx
-	stop  func() bool // stops watching the subscriber's ctx; nil if never registered
-	idx   int         // index in f.subs; -1 when not registered
-	err   error
-}
-
-func (sub *subscription) Events() <-chan runs.Event { return sub.ch }
-
-func (sub *subscription) Err() error {
-	sub.f.mu.Lock()
-	defer sub.f.mu.Unlock()
-	return sub.err
-}
-
-func (sub *subscription) Close() {
-	sub.f.mu.Lock()
-	defer sub.f.mu.Unlock()
-	sub.s.drop(sub.f, sub, nil)
 }

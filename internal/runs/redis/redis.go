@@ -13,20 +13,40 @@
 // Live events are read once per replica and run: the first subscriber of a
 // run on this replica starts one blocking XREAD loop on the run's stream,
 // on one connection, and every subscriber of the run on this replica is fed
-// from it by non-blocking sends, as in runs/memory: a subscriber that falls
-// more than Buffer events behind is cut with runs.ErrSlow and resumes by
-// id. The loop ends after the terminal event, or soon after its last
-// subscriber left.
+// from it by non-blocking sends, as in runs/memory (runs.Fanout): a
+// subscriber that falls more than Buffer events behind is cut with
+// runs.ErrSlow and resumes by id. The loop ends after the terminal event,
+// or soon after its last subscriber left.
 //
 // Cancel sets a flag in the run's hash and publishes the run's id on one
 // pub/sub channel; each replica holds one subscription to it, for the runs
 // it watches (Cancelled), and reads the flags again whenever that
 // subscription is made again after a lost connection.
+//
+// The Store that creates a run owns it: it holds the run's lease, a key
+// with a time to live (Options.Lease) that it renews every third of it,
+// until the run's terminal event. Every Store with an Options.Abandon
+// looks, as often, for running runs whose lease is gone: their owner
+// stopped (it was killed, or lost Redis for longer than the lease). It
+// ends such a run with the terminal event and snapshot Abandon makes, in
+// one script that first checks that the run still runs and the lease is
+// still gone, so one Store alone ends it, and the run's subscribers on
+// every replica get its end. A run ends so within Lease plus a third of it
+// after its owner's last renewal.
+//
+// Append and Finish retry what Redis did not answer (a restart, a lost
+// connection) with backoff, for Options.Retry; a retry first looks
+// whether the event was added already, so no event is written twice. An
+// append that still fails gives its error, and the owner no longer renews
+// the lease of a run whose Finish failed so: once Redis answers again, the
+// run is ended by a Store's janitor rather than left running.
 package redis
 
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -54,7 +74,19 @@ const (
 	// maxBackoff bounds the wait between retries of a live loop or the
 	// cancellation feed after a Redis error.
 	maxBackoff = 2 * time.Second
+	// defaultLease is Options.Lease's default.
+	defaultLease = 10 * time.Second
+	// defaultRetry is Options.Retry's default.
+	defaultRetry = 10 * time.Second
+	// dedupWindow is how many of a stream's latest entries a retried
+	// append looks through for its own event: more than the appends of
+	// one run that are under way at once.
+	dedupWindow = 64
 )
+
+// AbandonedReason is the reason a Store's janitor gives Abandon for a run
+// whose owner's lease expired.
+const AbandonedReason = "replica running this loop stopped (lease expired)"
 
 // Options configure a Store. The zero value means the defaults.
 type Options struct {
@@ -90,6 +122,19 @@ type Options struct {
 	// error (nil on success; a read that timed out with nothing new is a
 	// success).
 	Observe func(op string, d time.Duration, err error)
+	// Lease is the time to live of the lease the Store holds on each
+	// running run it created; 0 means 10s. The Store renews its leases,
+	// and its janitor (with Abandon) looks for expired ones, every third
+	// of it. Stores sharing runs should use the same Lease.
+	Lease time.Duration
+	// Abandon, if set, makes the Store's janitor end running runs whose
+	// lease expired: given the run's id, latest snapshot and a reason
+	// (AbandonedReason), it returns the run's terminal event (name and
+	// data) and final snapshot. Nil leaves such runs to the other Stores.
+	Abandon func(id string, snapshot json.RawMessage, reason string) (name string, data, final json.RawMessage)
+	// Retry is how long Append and Finish retry when Redis does not
+	// answer, with backoff; 0 means 10s, a negative value no retry.
+	Retry time.Duration
 }
 
 // Store is the runs.Store kept in Redis. Use New; the zero value is not
@@ -104,6 +149,14 @@ type Store struct {
 	block     time.Duration
 	now       func() time.Time
 	observe   func(op string, d time.Duration, err error)
+	lease     time.Duration
+	abandon   func(id string, snapshot json.RawMessage, reason string) (string, json.RawMessage, json.RawMessage)
+	retry     time.Duration
+	token     string       // this Store's leases and appends carry it
+	ops       atomic.Int64 // numbers this Store's appends, for dedup
+
+	hmu  sync.Mutex          // guards held
+	held map[string]struct{} // the runs whose lease this Store renews
 
 	ctx    context.Context // ends on Close; bounds the store's goroutines
 	stop   context.CancelFunc
@@ -138,6 +191,10 @@ func New(c *goredis.Client, o Options) *Store {
 		block:     o.Block,
 		now:       o.Now,
 		observe:   o.Observe,
+		lease:     o.Lease,
+		abandon:   o.Abandon,
+		retry:     o.Retry,
+		held:      make(map[string]struct{}),
 		followers: make(map[string]*follower),
 		feedReady: make(chan struct{}),
 		watches:   make(map[string]map[*watch]struct{}),
@@ -166,7 +223,18 @@ func New(c *goredis.Client, o Options) *Store {
 	if s.observe == nil {
 		s.observe = func(string, time.Duration, error) {}
 	}
+	if s.lease <= 0 {
+		s.lease = defaultLease
+	}
+	if s.retry == 0 {
+		s.retry = defaultRetry
+	}
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	s.token = hex.EncodeToString(b[:])
 	s.ctx, s.stop = context.WithCancel(context.Background())
+	s.wg.Add(1)
+	go s.keepLeases()
 	return s
 }
 
@@ -174,6 +242,12 @@ func New(c *goredis.Client, o Options) *Store {
 // both one hash slot.
 func (s *Store) metaKey(id string) string   { return s.prefix + "run:{" + id + "}" }
 func (s *Store) eventsKey(id string) string { return s.prefix + "run:{" + id + "}:events" }
+
+// leaseKey holds the token of the Store that owns run id, while it runs.
+func (s *Store) leaseKey(id string) string { return s.prefix + "run:{" + id + "}:lease" }
+
+// runningKey is the set of the ids of running runs, which janitors scan.
+func (s *Store) runningKey() string { return s.prefix + "runs:running" }
 
 // seqKey numbers runs in the order they are created; indexKey is the
 // sorted set of run ids by that number.
@@ -202,11 +276,14 @@ end
 `
 
 // createScript also numbers the run in the order of creation and indexes
-// it by that number, for list. KEYS meta, events, sequence, index; ARGV
-// now, has snapshot, snapshot, run id.
+// it by that number, for list, takes the run's lease and adds it to the
+// running runs. KEYS meta, events, sequence, index, lease, running; ARGV
+// now, has snapshot, snapshot, run id, token, lease (ms).
 var createScript = goredis.NewScript(alive + `
 if alive(tonumber(ARGV[1])) then return redis.error_reply('` + errExists + `') end
-redis.call('DEL', KEYS[1], KEYS[2])
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[5])
+redis.call('SET', KEYS[5], ARGV[5], 'PX', ARGV[6])
+redis.call('SADD', KEYS[6], ARGV[4])
 local seq = redis.call('INCR', KEYS[3])
 if ARGV[2] == '1' then
   redis.call('HSET', KEYS[1], 'last', 0, 'seq', seq, 'snap', ARGV[3])
@@ -217,9 +294,12 @@ redis.call('ZADD', KEYS[4], seq, ARGV[4])
 return 1
 `)
 
-// setSnapshotScript: KEYS meta; ARGV now, has snapshot, snapshot.
+// setSnapshotScript: KEYS meta; ARGV now, has snapshot, snapshot. A run a
+// janitor ended ('lost') keeps the snapshot that says why: its late owner's
+// would hide it.
 var setSnapshotScript = goredis.NewScript(alive + `
 if not alive(tonumber(ARGV[1])) then return redis.error_reply('` + errNotFound + `') end
+if redis.call('HEXISTS', KEYS[1], 'lost') == 1 then return redis.error_reply('` + errFinished + `') end
 if ARGV[2] == '1' then
   redis.call('HSET', KEYS[1], 'snap', ARGV[3])
 else
@@ -228,32 +308,60 @@ end
 return 1
 `)
 
-// appendScript adds an event to the stream and, for the terminal one,
-// marks the run finished, sets its snapshot and its keys' expiry, in one
-// step. KEYS meta, events; ARGV now, name, has data, data, terminal, has
+// add is the prelude of the scripts that add an event: it adds one to the
+// stream of KEYS[2] and, for the terminal one, marks the run of KEYS[1]
+// finished, sets its snapshot and its keys' expiry, drops its lease
+// (KEYS[3]) and takes it out of the running runs (KEYS[4]). The event's
+// entry carries op, which names the append, so that a retry finds it.
+const add = `
+local function add(name, hasData, data, terminal, hasSnap, snap, maxEvents, expAt, ttl, id, op)
+  local n = redis.call('HINCRBY', KEYS[1], 'last', 1)
+  local x = {'XADD', KEYS[2], 'MAXLEN', maxEvents, n .. '-0', 'n', name}
+  if hasData == '1' then
+    table.insert(x, 'd')
+    table.insert(x, data)
+  end
+  if terminal == '1' then
+    table.insert(x, 't')
+    table.insert(x, '1')
+  end
+  if op ~= '' then
+    table.insert(x, 'o')
+    table.insert(x, op)
+  end
+  redis.call(unpack(x))
+  if terminal == '1' then
+    redis.call('HSET', KEYS[1], 'exp', expAt)
+    if hasSnap == '1' then redis.call('HSET', KEYS[1], 'snap', snap) end
+    redis.call('PEXPIRE', KEYS[1], ttl)
+    redis.call('PEXPIRE', KEYS[2], ttl)
+    redis.call('DEL', KEYS[3])
+    redis.call('SREM', KEYS[4], id)
+  end
+  return n
+end
+`
+
+// appendScript adds an event as add does, to a running run. KEYS meta,
+// events, lease, running; ARGV now, name, has data, data, terminal, has
 // snapshot, snapshot, max events, expires at (ms, by the store's clock),
-// ttl (ms). It returns the event's id.
-var appendScript = goredis.NewScript(alive + `
+// ttl (ms), run id, op, retry. A retry ('1') first looks for op among the
+// latest entries and answers the id of the entry it finds: the first try
+// added it, but its answer was lost. It returns the event's id.
+var appendScript = goredis.NewScript(alive + add + `
+if ARGV[13] == '1' then
+  for _, e in ipairs(redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', ` + strconv.Itoa(dedupWindow) + `)) do
+    local f = e[2]
+    for i = 1, #f, 2 do
+      if f[i] == 'o' and f[i + 1] == ARGV[12] then
+        return tonumber(string.match(e[1], '^(%d+)'))
+      end
+    end
+  end
+end
 if not alive(tonumber(ARGV[1])) then return redis.error_reply('` + errNotFound + `') end
 if redis.call('HEXISTS', KEYS[1], 'exp') == 1 then return redis.error_reply('` + errFinished + `') end
-local id = redis.call('HINCRBY', KEYS[1], 'last', 1)
-local add = {'XADD', KEYS[2], 'MAXLEN', ARGV[8], id .. '-0', 'n', ARGV[2]}
-if ARGV[3] == '1' then
-  table.insert(add, 'd')
-  table.insert(add, ARGV[4])
-end
-if ARGV[5] == '1' then
-  table.insert(add, 't')
-  table.insert(add, '1')
-end
-redis.call(unpack(add))
-if ARGV[5] == '1' then
-  redis.call('HSET', KEYS[1], 'exp', ARGV[9])
-  if ARGV[6] == '1' then redis.call('HSET', KEYS[1], 'snap', ARGV[7]) end
-  redis.call('PEXPIRE', KEYS[1], ARGV[10])
-  redis.call('PEXPIRE', KEYS[2], ARGV[10])
-end
-return id
+return add(ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10], ARGV[11], ARGV[12])
 `)
 
 // cancelScript: KEYS meta; ARGV now, channel, run id.
@@ -306,16 +414,24 @@ func presence(b json.RawMessage) (string, string) {
 	return "1", string(b)
 }
 
-// Create adds a running run with an empty log. An id still kept gives
+// Create adds a running run with an empty log, and takes its lease: the
+// Store renews it until the run's terminal event. An id still kept gives
 // runs.ErrExists; the keys of an expired run are replaced.
 func (s *Store) Create(ctx context.Context, id string, snapshot json.RawMessage) error {
+	if s.closed.Load() {
+		// It could not renew the lease.
+		return fmt.Errorf("runs: create %q: %w", id, runs.ErrClosed)
+	}
 	has, snap := presence(snapshot)
 	err := s.timed("create", func() error {
-		return createScript.Run(ctx, s.c, []string{s.metaKey(id), s.eventsKey(id), s.seqKey(), s.indexKey()}, s.nowMS(), has, snap, id).Err()
+		return createScript.Run(ctx, s.c,
+			[]string{s.metaKey(id), s.eventsKey(id), s.seqKey(), s.indexKey(), s.leaseKey(id), s.runningKey()},
+			s.nowMS(), has, snap, id, s.token, s.lease.Milliseconds()).Err()
 	})
 	if err != nil {
 		return fmt.Errorf("runs: create %q: %w", id, scriptErr(err))
 	}
+	s.hold(id)
 	return nil
 }
 
@@ -411,26 +527,74 @@ func (s *Store) Finish(ctx context.Context, id, name string, data, snapshot json
 	return ev, nil
 }
 
+// append runs appendScript, and retries it while Redis does not answer, for
+// s.retry: each retry looks for the event first, so it is added once.
+// After the terminal event, or an error that says the run is gone or
+// finished, the Store stops renewing the run's lease; so it does when a
+// Finish failed for good, so that a janitor ends the run once Redis
+// answers again.
 func (s *Store) append(ctx context.Context, id, name string, data, snapshot json.RawMessage, terminal bool) (runs.Event, error) {
 	hasData, d := presence(data)
 	hasSnap, snap := presence(snapshot)
-	term, op := "0", "append"
+	term, opName := "0", "append"
 	if terminal {
-		term, op = "1", "finish"
+		term, opName = "1", "finish"
 	}
-	now := s.now()
-	var n int64
-	err := s.timed(op, func() error {
-		var err error
-		n, err = appendScript.Run(ctx, s.c, []string{s.metaKey(id), s.eventsKey(id)},
-			now.UnixMilli(), name, hasData, d, term, hasSnap, snap,
-			s.maxEvents, now.Add(s.ttl).UnixMilli(), s.ttl.Milliseconds()).Int64()
-		return err
-	})
-	if err != nil {
-		return runs.Event{}, scriptErr(err)
+	op := s.token[:8] + "." + strconv.FormatInt(s.ops.Add(1), 36)
+	deadline := time.Now().Add(s.retry)
+	retry, backoff := "0", time.Duration(0)
+	for {
+		now := s.now()
+		var n int64
+		err := s.timed(opName, func() error {
+			var err error
+			n, err = appendScript.Run(ctx, s.c, []string{s.metaKey(id), s.eventsKey(id), s.leaseKey(id), s.runningKey()},
+				now.UnixMilli(), name, hasData, d, term, hasSnap, snap,
+				s.maxEvents, now.Add(s.ttl).UnixMilli(), s.ttl.Milliseconds(), id, op, retry).Int64()
+			return err
+		})
+		if err == nil {
+			if terminal {
+				s.unhold(id)
+			}
+			return runs.Event{ID: n, Name: name, Data: bytes.Clone(data)}, nil
+		}
+		err = scriptErr(err)
+		if errors.Is(err, runs.ErrNotFound) || errors.Is(err, runs.ErrFinished) {
+			s.unhold(id)
+			return runs.Event{}, err
+		}
+		backoff = nextBackoff(backoff)
+		if !retryable(err) || ctx.Err() != nil || time.Now().Add(backoff).After(deadline) {
+			if terminal {
+				s.unhold(id)
+			}
+			return runs.Event{}, err
+		}
+		retry = "1"
+		t := time.NewTimer(backoff)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return runs.Event{}, errors.Join(err, ctx.Err())
+		case <-t.C:
+		}
 	}
-	return runs.Event{ID: n, Name: name, Data: bytes.Clone(data)}, nil
+}
+
+// retryable reports whether err says Redis did not answer, or not yet
+// (it is loading its data after a restart), rather than refused the
+// command.
+func retryable(err error) bool {
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	var re goredis.Error
+	if errors.As(err, &re) {
+		msg := re.Error()
+		return strings.HasPrefix(msg, "LOADING") || strings.HasPrefix(msg, "READONLY") || strings.HasPrefix(msg, "MASTERDOWN")
+	}
+	return true
 }
 
 func (s *Store) nowMS() int64 { return s.now().UnixMilli() }
@@ -451,9 +615,12 @@ func (s *Store) Cancel(ctx context.Context, id string) error {
 // events on this Store.
 func (s *Store) Subscribers() int { return int(s.subs.Load()) }
 
-// Close ends every subscription with runs.ErrClosed, stops the live loops
-// and the cancellation feed and waits for them. Runs stay in Redis; later
-// Subscribes give runs.ErrClosed. It does not close the client.
+// Close ends every subscription with runs.ErrClosed, stops the live loops,
+// the cancellation feed, the renewal of leases and the janitor, and waits
+// for them. Runs stay in Redis: a run the Store created and did not finish
+// is ended by another Store's janitor once its lease expired. Later
+// Subscribes and Creates give runs.ErrClosed. It does not close the
+// client.
 func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
@@ -466,9 +633,7 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 	for _, f := range fs {
 		f.mu.Lock()
-		for len(f.subs) > 0 {
-			s.drop(f, f.subs[len(f.subs)-1], runs.ErrClosed)
-		}
+		f.fan.End(runs.ErrClosed)
 		f.mu.Unlock()
 	}
 	s.stop()
