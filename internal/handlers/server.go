@@ -118,7 +118,8 @@ type ctxKey struct{}
 // request, with the status writer, by instrument.
 type reqInfo struct {
 	id     string
-	attrs  []slog.Attr
+	attrs  []slog.Attr // starts in buf: one allocation for both
+	buf    [8]slog.Attr
 	sw     statusWriter
 	caller *access.Caller // set by authenticate
 }
@@ -195,7 +196,8 @@ func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 func (s *server) instrument(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		ri := &reqInfo{id: newRequestID(r), attrs: make([]slog.Attr, 0, 12), sw: statusWriter{ResponseWriter: w}}
+		ri := &reqInfo{id: newRequestID(r), sw: statusWriter{ResponseWriter: w}}
+		ri.attrs = ri.buf[:0]
 		w.Header().Set("X-Request-ID", ri.id)
 		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, ri))
 		next.ServeHTTP(&ri.sw, r)
