@@ -396,6 +396,12 @@ func (contractHang) Sample(ctx context.Context, _ *sampler.Request) (*sampler.Re
 	return nil, ctx.Err()
 }
 
+// contractTwin is a second provider offering a model "m" (as "twin/m"),
+// which makes the bare name "m" ambiguous beside "hang/m".
+type contractTwin struct{ contractHang }
+
+func (contractTwin) Name() string { return "twin" }
+
 // checkEventStream reads a whole text/event-stream body and checks each
 // event against the document's LoopEvent schema, and the stream against
 // the catalogue's rules: consecutive ids, and an end after loop.completed.
@@ -486,7 +492,7 @@ func waitLoopFinished(t *testing.T, s *httptest.Server, id string) {
 // the real service on the offline provider and checks each exchange
 // against api/openapi.yaml.
 func TestResponsesMatchSpec(t *testing.T) {
-	srv := startStackWith(t, stackOptions{extra: []sampler.Provider{contractHang{}}}).srv
+	srv := startStackWith(t, stackOptions{extra: []sampler.Provider{contractHang{}, contractTwin{}}}).srv
 	small := newTestServer(t, func(c *Config) { c.MaxBodyBytes = 1024 })
 	notReady := newTestServer(t, func(c *Config) {
 		c.Ready = func(ctx context.Context) error { return errors.New("provider offline: unreachable") }
@@ -732,6 +738,17 @@ func TestResponsesMatchSpec(t *testing.T) {
 		{name: "sample bad JSON", method: "POST", path: "/v1/sample", body: `{"prompt":`, wantStatus: 400, specRejects: true, check: wantErrorAt("/")},
 		{name: "sample unknown member", method: "POST", path: "/v1/sample", body: `{"prompt":"a","max_tokens":5}`, wantStatus: 400, specRejects: true, check: wantErrorAt("/max_tokens")},
 		{name: "sample unknown model", method: "POST", path: "/v1/sample", body: `{"prompt":"a","model":"nowhere/none"}`, wantStatus: 400, check: wantErrorAt("/model")},
+		{name: "sample bare model name", method: "POST", path: "/v1/sample", body: `{"prompt":"a","model":"default"}`, wantStatus: 200, check: func(t *testing.T, out map[string]any) {
+			if out["provider"] != "offline" || out["model"] != "default" {
+				t.Errorf("provider %v, model %v; want offline/default", out["provider"], out["model"])
+			}
+		}},
+		{name: "sample ambiguous bare model name", method: "POST", path: "/v1/sample", body: `{"prompt":"a","model":"m"}`, wantStatus: 400, check: func(t *testing.T, out map[string]any) {
+			wantErrorAt("/model")(t, out)
+			if d := fmt.Sprint(out["errors"]); !strings.Contains(d, "hang/m") || !strings.Contains(d, "twin/m") {
+				t.Errorf("errors %s, want the candidates hang/m and twin/m named", d)
+			}
+		}},
 		{name: "sample/schema without schema", method: "POST", path: "/v1/sample/schema", body: `{"prompt":"a"}`, wantStatus: 400, specRejects: true, check: wantErrorAt("/schema")},
 		{name: "sample/tools without tools", method: "POST", path: "/v1/sample/tools", body: `{"prompt":"a"}`, wantStatus: 400, specRejects: true, check: wantErrorAt("/tools")},
 		{name: "sample too large", small: true, method: "POST", path: "/v1/sample", body: `{"prompt":"` + strings.Repeat("x", 2000) + `"}`, wantStatus: 413},
@@ -780,6 +797,14 @@ func TestResponsesMatchSpec(t *testing.T) {
 		{name: "loop events bad Last-Event-ID", method: "GET", path: "/v1/loops/{calc}/events", header: map[string]string{"Last-Event-ID": "abc"}, wantStatus: 400, specRejects: true, check: wantErrorAt("/lastEventId")},
 		{name: "loop events negative lastEventId", method: "GET", path: "/v1/loops/{calc}/events?lastEventId=-1", wantStatus: 400, specRejects: true, check: wantErrorAt("/lastEventId")},
 		{name: "loop events unknown", method: "GET", path: "/v1/loops/" + unknownLoop + "/events", wantStatus: 404, check: wantProblem("loop-not-found")},
+
+		{name: "loops start unknown model", method: "POST", path: "/v1/loops", body: `{"prompt":"a","model":"nowhere/none"}`, wantStatus: 400, check: wantErrorAt("/model")},
+		{name: "loops start ambiguous model", method: "POST", path: "/v1/loops", body: `{"prompt":"a","model":"m"}`, wantStatus: 400, check: func(t *testing.T, out map[string]any) {
+			wantErrorAt("/model")(t, out)
+			if d := fmt.Sprint(out["errors"]); !strings.Contains(d, "hang/m") || !strings.Contains(d, "twin/m") {
+				t.Errorf("errors %s, want the candidates hang/m and twin/m named", d)
+			}
+		}},
 
 		{name: "loops start hanging", method: "POST", path: "/v1/loops", body: `{"prompt":"a","model":"hang/m"}`, wantStatus: 201, saveLoop: "hang", check: wantLoopStatus("running")},
 		{name: "loop running", method: "GET", path: "/v1/loops/{hang}", wantStatus: 200, check: func(t *testing.T, out map[string]any) {
