@@ -305,6 +305,7 @@ type contractCase struct {
 	notReady    bool // send to the server whose readiness check fails
 	degraded    bool // send to the server whose MCP server git (not required) is down
 	mcpDown     bool // send to the server whose required MCP server git is down
+	closed      bool // send to the server whose loop engine is closed (shutting down)
 	shortLog    bool // send to the server whose run store keeps 3 events per run
 	method      string
 	path        string            // "{name}" stands for the id of the loop saved as name
@@ -501,6 +502,11 @@ func TestResponsesMatchSpec(t *testing.T) {
 	missing := filepath.Join(t.TempDir(), "missing-mcp-server")
 	degraded := startSettledStack(t, map[string]config.MCPServer{"git": {Command: missing}})
 	mcpDown := startSettledStack(t, map[string]config.MCPServer{"git": {Command: missing, Required: true}, "fetch": {Command: missing}})
+	// closed is a service shutting down: its loop engine is closed, as
+	// App.Drain closes it.
+	closedStack := startStackWith(t, stackOptions{})
+	closedStack.loops.Close()
+	closed := closedStack.srv
 	// loops holds the ids of the loops cases started, by saveLoop name.
 	loops := map[string]string{}
 
@@ -784,6 +790,7 @@ func TestResponsesMatchSpec(t *testing.T) {
 		{name: "loops start prompt and messages", method: "POST", path: "/v1/loops", body: `{"prompt":"a","messages":[{"role":"user","content":{"type":"text","text":"hi"}}]}`, wantStatus: 400, specRejects: true, check: wantErrorAt("/prompt")},
 		{name: "loops start without prompt", method: "POST", path: "/v1/loops", body: `{"maxIterations":2}`, wantStatus: 400, specRejects: true, check: wantErrorAt("/messages")},
 		{name: "loops start bad glob", method: "POST", path: "/v1/loops", body: `{"prompt":"a","allowedTools":["std__["]}`, wantStatus: 400, check: wantErrorAt("/allowedTools/0")},
+		{name: "loops start shutting down", closed: true, method: "POST", path: "/v1/loops", body: calcLoop, wantStatus: 503, check: wantProblem("not-ready")},
 		{name: "loops start too large", small: true, method: "POST", path: "/v1/loops", body: `{"prompt":"` + strings.Repeat("x", 2000) + `"}`, wantStatus: 413},
 		{name: "loops start text/plain", method: "POST", path: "/v1/loops", contentType: "text/plain", body: calcLoop, wantStatus: 415, specRejects: true},
 
@@ -870,6 +877,8 @@ func TestResponsesMatchSpec(t *testing.T) {
 				s = degraded
 			case tt.mcpDown:
 				s = mcpDown
+			case tt.closed:
+				s = closed
 			}
 			path := tt.path
 			for name, id := range loops {
