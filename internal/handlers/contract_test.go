@@ -29,8 +29,10 @@ import (
 	sse "github.com/tmaxmax/go-sse"
 
 	"github.com/sampled/sampled/api"
+	"github.com/sampled/sampled/internal/config"
 	"github.com/sampled/sampled/internal/runs/memory"
 	"github.com/sampled/sampled/internal/sampler"
+	"github.com/sampled/sampled/internal/testwait"
 )
 
 // newTestServer starts the whole service on the offline provider (see
@@ -301,6 +303,9 @@ type contractCase struct {
 	name        string
 	small       bool // send to the server with MaxBodyBytes 1024
 	notReady    bool // send to the server whose readiness check fails
+	degraded    bool // send to the server whose MCP server git (not required) is down
+	mcpDown     bool // send to the server whose required MCP server git is down
+	closed      bool // send to the server whose loop engine is closed (shutting down)
 	shortLog    bool // send to the server whose run store keeps 3 events per run
 	method      string
 	path        string            // "{name}" stands for the id of the loop saved as name
@@ -332,6 +337,50 @@ type contractEvent struct {
 	Data  map[string]any
 }
 
+// contractServer is what an answer says of one MCP server (/readyz's
+// mcpServers, GET /v1/tools' servers); Error reports an error member.
+type contractServer struct {
+	Name      string
+	Transport string
+	Connected bool
+	Required  bool
+	Error     bool
+}
+
+// contractServers reads a JSON array of MCP servers.
+func contractServers(t *testing.T, v any) []contractServer {
+	t.Helper()
+	list, ok := v.([]any)
+	if !ok {
+		t.Fatalf("MCP servers %v, want an array", v)
+	}
+	var out []contractServer
+	for _, e := range list {
+		m, _ := e.(map[string]any)
+		_, hasErr := m["error"]
+		out = append(out, contractServer{Name: fmt.Sprint(m["name"]), Transport: fmt.Sprint(m["transport"]),
+			Connected: m["connected"] == true, Required: m["required"] == true, Error: hasErr})
+	}
+	return out
+}
+
+// startSettledStack starts the service with the MCP servers servers and
+// waits until each has ended its first connection attempt, so that what
+// /readyz and GET /v1/tools say of them no longer changes.
+func startSettledStack(t *testing.T, servers map[string]config.MCPServer) *httptest.Server {
+	t.Helper()
+	st := startStackWith(t, stackOptions{servers: servers})
+	testwait.Poll(t, 5*time.Millisecond, 30*time.Second, "the MCP servers' first connection attempts", func() bool {
+		for _, s := range st.tools.Status() {
+			if s.Error == "connecting" {
+				return false
+			}
+		}
+		return true
+	})
+	return st.srv
+}
+
 // contractCalcEvents are the events of a loop on "Please calculate 2 * (3 +
 // 4)": the offline model calls std__calculate once, then answers in text.
 var contractCalcEvents = []string{"loop.started", "model.completed", "tool.started", "tool.completed",
@@ -347,6 +396,12 @@ func (contractHang) Sample(ctx context.Context, _ *sampler.Request) (*sampler.Re
 	<-ctx.Done()
 	return nil, ctx.Err()
 }
+
+// contractTwin is a second provider offering a model "m" (as "twin/m"),
+// which makes the bare name "m" ambiguous beside "hang/m".
+type contractTwin struct{ contractHang }
+
+func (contractTwin) Name() string { return "twin" }
 
 // checkEventStream reads a whole text/event-stream body and checks each
 // event against the document's LoopEvent schema, and the stream against
@@ -438,12 +493,20 @@ func waitLoopFinished(t *testing.T, s *httptest.Server, id string) {
 // the real service on the offline provider and checks each exchange
 // against api/openapi.yaml.
 func TestResponsesMatchSpec(t *testing.T) {
-	srv := startStackWith(t, stackOptions{extra: []sampler.Provider{contractHang{}}}).srv
+	srv := startStackWith(t, stackOptions{extra: []sampler.Provider{contractHang{}, contractTwin{}}}).srv
 	small := newTestServer(t, func(c *Config) { c.MaxBodyBytes = 1024 })
 	notReady := newTestServer(t, func(c *Config) {
 		c.Ready = func(ctx context.Context) error { return errors.New("provider offline: unreachable") }
 	})
 	shortLog := startStackWith(t, stackOptions{runs: memory.Options{MaxEvents: 3}}).srv
+	missing := filepath.Join(t.TempDir(), "missing-mcp-server")
+	degraded := startSettledStack(t, map[string]config.MCPServer{"git": {Command: missing}})
+	mcpDown := startSettledStack(t, map[string]config.MCPServer{"git": {Command: missing, Required: true}, "fetch": {Command: missing}})
+	// closed is a service shutting down: its loop engine is closed, as
+	// App.Drain closes it.
+	closedStack := startStackWith(t, stackOptions{})
+	closedStack.loops.Close()
+	closed := closedStack.srv
 	// loops holds the ids of the loops cases started, by saveLoop name.
 	loops := map[string]string{}
 
@@ -507,14 +570,23 @@ func TestResponsesMatchSpec(t *testing.T) {
 		if calc == nil || calc["server"] != "std" || calc["original"] != "calculate" {
 			t.Errorf("tools %v, want std__calculate of server std", tools)
 		}
-		servers, _ := out["servers"].([]any)
-		if len(servers) != 1 {
-			t.Fatalf("servers %v, want std alone", servers)
-		}
-		if std := servers[0].(map[string]any); std["name"] != "std" || std["transport"] != "builtin" || std["connected"] != true {
-			t.Errorf("server %v, want std, builtin, connected", std)
+		want := []contractServer{{Name: "std", Transport: "builtin", Connected: true}}
+		if diff := cmp.Diff(want, contractServers(t, out["servers"])); diff != "" {
+			t.Errorf("servers (-want +got):\n%s", diff)
 		}
 	}
+	// wantServers checks the MCP servers of an answer, in member, against
+	// want.
+	wantServers := func(member string, want ...contractServer) func(*testing.T, map[string]any) {
+		return func(t *testing.T, out map[string]any) {
+			t.Helper()
+			if diff := cmp.Diff(want, contractServers(t, out[member])); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", member, diff)
+			}
+		}
+	}
+	stdServer := contractServer{Name: "std", Transport: "builtin", Connected: true}
+	gitDown := contractServer{Name: "git", Transport: "stdio"}
 	wantLoopStatus := func(status string) func(*testing.T, map[string]any) {
 		return func(t *testing.T, out map[string]any) {
 			t.Helper()
@@ -615,8 +687,31 @@ func TestResponsesMatchSpec(t *testing.T) {
 
 	tests := []contractCase{
 		{name: "healthz", method: "GET", path: "/healthz", wantStatus: 200},
-		{name: "readyz", method: "GET", path: "/readyz", wantStatus: 200},
-		{name: "readyz not ready", notReady: true, method: "GET", path: "/readyz", wantStatus: 503},
+		{name: "readyz", method: "GET", path: "/readyz", wantStatus: 200, check: func(t *testing.T, out map[string]any) {
+			wantServers("mcpServers", stdServer)(t, out)
+			if d, ok := out["degraded"]; ok {
+				t.Errorf("degraded %v, want none while every server is connected", d)
+			}
+		}},
+		{name: "readyz not ready", notReady: true, method: "GET", path: "/readyz", wantStatus: 503, check: func(t *testing.T, out map[string]any) {
+			wantProblem("not-ready")(t, out)
+			wantServers("mcpServers", stdServer)(t, out)
+		}},
+		{name: "readyz degraded", degraded: true, method: "GET", path: "/readyz", wantStatus: 200, check: func(t *testing.T, out map[string]any) {
+			wantServers("mcpServers", gitDown, stdServer)(t, out)
+			if diff := cmp.Diff([]any{"git"}, out["degraded"]); diff != "" || out["status"] != "ready" {
+				t.Errorf("status %v, degraded (-want +got):\n%s", out["status"], diff)
+			}
+		}},
+		{name: "readyz required server down", mcpDown: true, method: "GET", path: "/readyz", wantStatus: 503, check: func(t *testing.T, out map[string]any) {
+			wantProblem("not-ready")(t, out)
+			fetch, git := gitDown, gitDown
+			fetch.Name, git.Required = "fetch", true
+			wantServers("mcpServers", fetch, git, stdServer)(t, out)
+			if d := fmt.Sprint(out["detail"]); !strings.Contains(d, "git") || strings.Contains(d, "fetch") {
+				t.Errorf("detail %q, want git named and fetch not", d)
+			}
+		}},
 		{name: "metrics", method: "GET", path: "/metrics", wantStatus: 200},
 		{name: "openapi", method: "GET", path: "/openapi.yaml", wantStatus: 200},
 		{name: "models", method: "GET", path: "/v1/models", wantStatus: 200, check: func(t *testing.T, out map[string]any) {
@@ -649,6 +744,17 @@ func TestResponsesMatchSpec(t *testing.T) {
 		{name: "sample bad JSON", method: "POST", path: "/v1/sample", body: `{"prompt":`, wantStatus: 400, specRejects: true, check: wantErrorAt("/")},
 		{name: "sample unknown member", method: "POST", path: "/v1/sample", body: `{"prompt":"a","max_tokens":5}`, wantStatus: 400, specRejects: true, check: wantErrorAt("/max_tokens")},
 		{name: "sample unknown model", method: "POST", path: "/v1/sample", body: `{"prompt":"a","model":"nowhere/none"}`, wantStatus: 400, check: wantErrorAt("/model")},
+		{name: "sample bare model name", method: "POST", path: "/v1/sample", body: `{"prompt":"a","model":"default"}`, wantStatus: 200, check: func(t *testing.T, out map[string]any) {
+			if out["provider"] != "offline" || out["model"] != "default" {
+				t.Errorf("provider %v, model %v; want offline/default", out["provider"], out["model"])
+			}
+		}},
+		{name: "sample ambiguous bare model name", method: "POST", path: "/v1/sample", body: `{"prompt":"a","model":"m"}`, wantStatus: 400, check: func(t *testing.T, out map[string]any) {
+			wantErrorAt("/model")(t, out)
+			if d := fmt.Sprint(out["errors"]); !strings.Contains(d, "hang/m") || !strings.Contains(d, "twin/m") {
+				t.Errorf("errors %s, want the candidates hang/m and twin/m named", d)
+			}
+		}},
 		{name: "sample/schema without schema", method: "POST", path: "/v1/sample/schema", body: `{"prompt":"a"}`, wantStatus: 400, specRejects: true, check: wantErrorAt("/schema")},
 		{name: "sample/tools without tools", method: "POST", path: "/v1/sample/tools", body: `{"prompt":"a"}`, wantStatus: 400, specRejects: true, check: wantErrorAt("/tools")},
 		{name: "sample too large", small: true, method: "POST", path: "/v1/sample", body: `{"prompt":"` + strings.Repeat("x", 2000) + `"}`, wantStatus: 413},
@@ -668,6 +774,11 @@ func TestResponsesMatchSpec(t *testing.T) {
 			check: wantErrorAt("/messages/0/content/toolUseId")},
 
 		{name: "tools", method: "GET", path: "/v1/tools", wantStatus: 200, check: wantStdTools},
+		{name: "tools degraded", degraded: true, method: "GET", path: "/v1/tools", wantStatus: 200,
+			check: wantServers("servers", contractServer{Name: "git", Transport: "stdio", Error: true}, stdServer)},
+		{name: "tools required server down", mcpDown: true, method: "GET", path: "/v1/tools", wantStatus: 200,
+			check: wantServers("servers", contractServer{Name: "fetch", Transport: "stdio", Error: true},
+				contractServer{Name: "git", Transport: "stdio", Required: true, Error: true}, stdServer)},
 
 		{name: "loops start", method: "POST", path: "/v1/loops", body: calcLoop, wantStatus: 201, saveLoop: "calc", check: wantLoopStatus("running")},
 		{name: "loops start streaming", method: "POST", path: "/v1/loops", header: map[string]string{"Accept": "text/event-stream"},
@@ -679,6 +790,7 @@ func TestResponsesMatchSpec(t *testing.T) {
 		{name: "loops start prompt and messages", method: "POST", path: "/v1/loops", body: `{"prompt":"a","messages":[{"role":"user","content":{"type":"text","text":"hi"}}]}`, wantStatus: 400, specRejects: true, check: wantErrorAt("/prompt")},
 		{name: "loops start without prompt", method: "POST", path: "/v1/loops", body: `{"maxIterations":2}`, wantStatus: 400, specRejects: true, check: wantErrorAt("/messages")},
 		{name: "loops start bad glob", method: "POST", path: "/v1/loops", body: `{"prompt":"a","allowedTools":["std__["]}`, wantStatus: 400, check: wantErrorAt("/allowedTools/0")},
+		{name: "loops start shutting down", closed: true, method: "POST", path: "/v1/loops", body: calcLoop, wantStatus: 503, check: wantProblem("not-ready")},
 		{name: "loops start too large", small: true, method: "POST", path: "/v1/loops", body: `{"prompt":"` + strings.Repeat("x", 2000) + `"}`, wantStatus: 413},
 		{name: "loops start text/plain", method: "POST", path: "/v1/loops", contentType: "text/plain", body: calcLoop, wantStatus: 415, specRejects: true},
 
@@ -692,6 +804,14 @@ func TestResponsesMatchSpec(t *testing.T) {
 		{name: "loop events bad Last-Event-ID", method: "GET", path: "/v1/loops/{calc}/events", header: map[string]string{"Last-Event-ID": "abc"}, wantStatus: 400, specRejects: true, check: wantErrorAt("/lastEventId")},
 		{name: "loop events negative lastEventId", method: "GET", path: "/v1/loops/{calc}/events?lastEventId=-1", wantStatus: 400, specRejects: true, check: wantErrorAt("/lastEventId")},
 		{name: "loop events unknown", method: "GET", path: "/v1/loops/" + unknownLoop + "/events", wantStatus: 404, check: wantProblem("loop-not-found")},
+
+		{name: "loops start unknown model", method: "POST", path: "/v1/loops", body: `{"prompt":"a","model":"nowhere/none"}`, wantStatus: 400, check: wantErrorAt("/model")},
+		{name: "loops start ambiguous model", method: "POST", path: "/v1/loops", body: `{"prompt":"a","model":"m"}`, wantStatus: 400, check: func(t *testing.T, out map[string]any) {
+			wantErrorAt("/model")(t, out)
+			if d := fmt.Sprint(out["errors"]); !strings.Contains(d, "hang/m") || !strings.Contains(d, "twin/m") {
+				t.Errorf("errors %s, want the candidates hang/m and twin/m named", d)
+			}
+		}},
 
 		{name: "loops start hanging", method: "POST", path: "/v1/loops", body: `{"prompt":"a","model":"hang/m"}`, wantStatus: 201, saveLoop: "hang", check: wantLoopStatus("running")},
 		{name: "loop running", method: "GET", path: "/v1/loops/{hang}", wantStatus: 200, check: func(t *testing.T, out map[string]any) {
@@ -753,6 +873,12 @@ func TestResponsesMatchSpec(t *testing.T) {
 				s = notReady
 			case tt.shortLog:
 				s = shortLog
+			case tt.degraded:
+				s = degraded
+			case tt.mcpDown:
+				s = mcpDown
+			case tt.closed:
+				s = closed
 			}
 			path := tt.path
 			for name, id := range loops {
