@@ -496,7 +496,10 @@ func (r *Registry) Ready() error {
 	var down []string
 	for _, st := range r.Status() {
 		if st.Required && !st.Connected {
-			down = append(down, fmt.Sprintf("%s (%s)", st.Name, st.Error))
+			// Names only: /readyz is open without a key, and a
+			// connection error can name paths and addresses. /v1/tools
+			// and the log have the error.
+			down = append(down, st.Name)
 		}
 	}
 	if len(down) > 0 {
