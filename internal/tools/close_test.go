@@ -116,7 +116,7 @@ func TestStartErrors(t *testing.T) {
 	t.Run("a required command that does not exist", func(t *testing.T) {
 		r := start(t, Options{Servers: map[string]config.MCPServer{"ghost": {Command: "/nonexistent/mcp-server", Required: true}}})
 		waitFor(t, r, "a failed start", func() bool { return statusOf(t, r, "ghost").Error != "connecting" })
-		if err := r.Ready(); !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "ghost (") {
+		if err := r.Ready(); !errors.Is(err, ErrUnavailable) || !strings.HasSuffix(err.Error(), "not connected: ghost") {
 			t.Errorf("Ready = %v, want an error naming ghost", err)
 		}
 		mustCall(t, r, "std__now", nil)
@@ -134,7 +134,7 @@ func TestStartErrors(t *testing.T) {
 			return statusOf(t, r, "ghost").Error != "connecting" && statusOf(t, r, "must").Error != "connecting"
 		})
 		err := r.Ready()
-		if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "must (") || strings.Contains(err.Error(), "ghost") {
+		if !errors.Is(err, ErrUnavailable) || !strings.HasSuffix(err.Error(), "not connected: must") || strings.Contains(err.Error(), "ghost") {
 			t.Errorf("Ready = %v, want an error naming must alone", err)
 		}
 		if st := statusOf(t, r, "ghost"); st.Connected || st.Required || st.Error == "" {

@@ -146,7 +146,7 @@ func TestHTTPDown(t *testing.T) {
 		t.Errorf("status %+v, want disconnected with an error", st)
 	}
 	err := r.Ready()
-	if !errors.Is(err, ErrUnavailable) || !strings.Contains(err.Error(), "down (") || strings.Contains(err.Error(), "std (") {
+	if !errors.Is(err, ErrUnavailable) || !strings.HasSuffix(err.Error(), "not connected: down") {
 		t.Errorf("Ready = %v, want an error naming down alone", err)
 	}
 	if got := sampler.TextOf(mustCall(t, r, "std__calculate", map[string]any{"expression": "6 * 7"}).Content); got != "42" {
