@@ -156,7 +156,8 @@ func (s *server) sampled(ctx context.Context, endpoint string, p *sampler.Params
 	outcome, modelID := sampler.Outcome(ctx, res, err)
 	mode := p.Mode()
 	s.metrics.CountSample(endpoint, mode, modelID, outcome)
-	attrs := []slog.Attr{slog.String("endpoint", endpoint), slog.String("mode", mode), slog.String("outcome", outcome)}
+	var buf [6]slog.Attr // addLog copies them: no allocation
+	attrs := append(buf[:0], slog.String("endpoint", endpoint), slog.String("mode", mode), slog.String("outcome", outcome))
 	var ex *sampler.ExhaustedError
 	switch {
 	case err == nil:
