@@ -314,7 +314,7 @@ func TestReplicas(t *testing.T) {
 	bin, tool := built(t)
 	const lease = 2 * time.Second // long enough that a loaded machine does not stall A past it
 	config := filepath.Join(dir, "sampled.yaml")
-	cfg := fmt.Sprintf("redis:\n  leaseTTL: %s\nmcpServers:\n  block:\n    command: %s\n", lease, tool)
+	cfg := fmt.Sprintf("redis:\n  leaseTTL: %s\nmcpServers:\n  block:\n    command: %s\n    required: true\n", lease, tool)
 	if err := os.WriteFile(config, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -418,7 +418,7 @@ func TestReplicasRedisRestart(t *testing.T) {
 	bin, tool := built(t)
 	config := filepath.Join(dir, "sampled.yaml")
 	// A lease longer than the restart: the run stays A's.
-	cfg := fmt.Sprintf("redis:\n  leaseTTL: 5s\nmcpServers:\n  block:\n    command: %s\n", tool)
+	cfg := fmt.Sprintf("redis:\n  leaseTTL: 5s\nmcpServers:\n  block:\n    command: %s\n    required: true\n", tool)
 	if err := os.WriteFile(config, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}
