@@ -36,6 +36,10 @@ type RedisOptions struct {
 	Timeout time.Duration
 	// Logger gets the failures of renewals and releases; nil discards.
 	Logger *slog.Logger
+	// Observe, if set, is told of each Redis call: its operation
+	// (limit_rate, limit_loop_start, limit_loop_renew,
+	// limit_loop_release), duration and error.
+	Observe func(op string, d time.Duration, err error)
 }
 
 // RedisLimits keeps each key's request rate and running loops in Redis, so
@@ -56,11 +60,12 @@ type RedisOptions struct {
 // lease, or restarted without its data) is not brought back, and its loop
 // stops counting rather than counting forever.
 type RedisLimits struct {
-	c      goredis.Scripter
-	prefix string
-	lease  time.Duration
-	limit  time.Duration
-	log    *slog.Logger
+	observe func(op string, d time.Duration, err error)
+	c       goredis.Scripter
+	prefix  string
+	lease   time.Duration
+	limit   time.Duration
+	log     *slog.Logger
 
 	mu   sync.Mutex
 	held map[string]map[string]struct{} // key name → tokens of loops running here
@@ -85,7 +90,10 @@ func NewRedisLimits(c goredis.Scripter, o RedisOptions) *RedisLimits {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	r := &RedisLimits{c: c, prefix: o.Prefix, lease: o.Lease, limit: o.Timeout, log: o.Logger,
+	if o.Observe == nil {
+		o.Observe = func(string, time.Duration, error) {}
+	}
+	r := &RedisLimits{c: c, observe: o.Observe, prefix: o.Prefix, lease: o.Lease, limit: o.Timeout, log: o.Logger,
 		held: map[string]map[string]struct{}{}, stop: make(chan struct{}), done: make(chan struct{})}
 	go r.renew()
 	return r
@@ -130,7 +138,9 @@ func (r *RedisLimits) Allow(ctx context.Context, key string, perMinute, burst in
 	interval := max(int64(time.Minute/time.Microsecond)/int64(perMinute), 1)
 	ctx, cancel := context.WithTimeout(ctx, r.limit)
 	defer cancel()
+	start := time.Now()
 	wait, err := rateScript.Run(ctx, r.c, []string{r.rateKey(key)}, interval, max(burst, 1)).Int64()
+	r.observe("limit_rate", time.Since(start), err)
 	if err != nil {
 		return false, 0, fmt.Errorf("rate limit in Redis: %w", err)
 	}
@@ -175,7 +185,9 @@ func (r *RedisLimits) StartLoop(ctx context.Context, key string, maxLoops int) (
 	token := rand.Text()
 	ctx, cancel := context.WithTimeout(ctx, r.limit)
 	defer cancel()
+	start := time.Now()
 	n, err := startScript.Run(ctx, r.c, []string{r.loopsKey(key)}, maxLoops, r.lease.Milliseconds(), token).Int64()
+	r.observe("limit_loop_start", time.Since(start), err)
 	if err != nil {
 		// The script may have run: hold the token so that, if it did, the
 		// loop's lease is renewed and released like any other's.
@@ -208,7 +220,10 @@ func (r *RedisLimits) release(key, token string) {
 	r.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), r.limit)
 	defer cancel()
-	if err := releaseScript.Run(ctx, r.c, []string{r.loopsKey(key)}, token).Err(); err != nil {
+	start := time.Now()
+	err := releaseScript.Run(ctx, r.c, []string{r.loopsKey(key)}, token).Err()
+	r.observe("limit_loop_release", time.Since(start), err)
+	if err != nil {
 		r.log.Warn("a loop's end did not reach Redis; its slot frees when its lease ends", "key", key, "lease", r.lease, "err", err)
 	}
 }
@@ -237,7 +252,9 @@ func (r *RedisLimits) renew() {
 		r.mu.Unlock()
 		for key, args := range batch {
 			ctx, cancel := context.WithTimeout(context.Background(), r.limit)
+			start := time.Now()
 			err := renewScript.Run(ctx, r.c, []string{r.loopsKey(key)}, args...).Err()
+			r.observe("limit_loop_renew", time.Since(start), err)
 			cancel()
 			if err != nil {
 				r.log.Warn("could not renew the leases of running loops in Redis", "key", key, "loops", len(args)-1, "err", err)

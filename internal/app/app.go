@@ -102,12 +102,18 @@ func New(ctx context.Context, o Options) (*App, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tools: %w", err)
 	}
-	guard, closeLimits, err := newGuard(pc, m, o.Logger)
+	// One set of Redis collectors, for the run store's and the limits'
+	// operations; registered only when Redis is configured.
+	var redisMetrics *metrics.Redis
+	if pc.Redis.URL != "" {
+		redisMetrics = metrics.NewRedis(reg)
+	}
+	guard, closeLimits, err := newGuard(pc, m, redisMetrics, o.Logger)
 	if err != nil {
 		_ = toolReg.Close()
 		return nil, err
 	}
-	store, err := openStore(ctx, pc.Redis, reg, o.Logger)
+	store, err := openStore(ctx, pc.Redis, redisMetrics, o.Logger)
 	if err != nil {
 		_ = errors.Join(toolReg.Close(), closeLimits())
 		return nil, err
@@ -148,7 +154,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 // newGuard builds the access guard of the configured API keys and limits,
 // and creates their metric series. With keys and a Redis URL, the keys'
 // limits are shared through Redis (openLimits); closeShared releases that.
-func newGuard(c *config.Config, m *metrics.Metrics, log *slog.Logger) (g *access.Guard, closeShared func() error, err error) {
+func newGuard(c *config.Config, m *metrics.Metrics, rm *metrics.Redis, log *slog.Logger) (g *access.Guard, closeShared func() error, err error) {
 	lim := c.Limits.WithDefaults()
 	o := access.Options{InFlightSamples: lim.InFlightSamples, Logger: log,
 		Unchecked: func(limit string) { m.LimitUnchecked.WithLabelValues(limit).Inc() }}
@@ -170,7 +176,7 @@ func newGuard(c *config.Config, m *metrics.Metrics, log *slog.Logger) (g *access
 	}
 	closeShared = func() error { return nil }
 	if len(o.Keys) > 0 { // without keys there are no per-key limits to share
-		if o.Shared, closeShared, err = openLimits(c.Redis, log); err != nil {
+		if o.Shared, closeShared, err = openLimits(c.Redis, rm, log); err != nil {
 			return nil, nil, err
 		}
 	}

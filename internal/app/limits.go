@@ -8,14 +8,16 @@ import (
 
 	"github.com/sampled/sampled/internal/access"
 	"github.com/sampled/sampled/internal/config"
+	"github.com/sampled/sampled/internal/metrics"
 )
 
 // openLimits returns where the API keys' rates and loops are counted: in
 // Redis when a Redis URL is configured, shared by every replica using it,
-// with a client of its own; nil (in this process) otherwise. closeShared stops
+// with a client of its own, its operations recorded in m; nil (in this
+// process) otherwise. closeShared stops
 // renewing loop leases and closes the client; call it after the loops
 // were drained, so that their ends reach Redis.
-func openLimits(rc config.Redis, log *slog.Logger) (shared access.SharedLimits, closeShared func() error, err error) {
+func openLimits(rc config.Redis, m *metrics.Redis, log *slog.Logger) (shared access.SharedLimits, closeShared func() error, err error) {
 	if rc.URL == "" {
 		return nil, func() error { return nil }, nil
 	}
@@ -28,7 +30,7 @@ func openLimits(rc config.Redis, log *slog.Logger) (shared access.SharedLimits, 
 	// not go-redis's seconds-long socket timeouts.
 	opt.ContextTimeoutEnabled = true
 	c := goredis.NewClient(opt)
-	l := access.NewRedisLimits(c, access.RedisOptions{Logger: log})
+	l := access.NewRedisLimits(c, access.RedisOptions{Logger: log, Observe: m.Observe})
 	log.Info("API keys' rates and loop caps are shared through Redis; they are let in unchecked while Redis does not answer",
 		"addr", opt.Addr, "timeout", access.DefaultLimitTimeout, "loopLease", access.DefaultLoopLease)
 	return l, func() error {

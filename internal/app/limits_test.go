@@ -78,6 +78,34 @@ func TestLimitsSharedOverRedis(t *testing.T) {
 		sum(t, regB, "sampled_rate_limited_total", "limit", "requests"); got != 2 {
 		t.Errorf("requests rate limited on A and B = %v, want 2", got)
 	}
+	// Each check is one Redis operation, timed with the run store's.
+	if got := histCount(t, regA, "sampled_redis_operation_duration_seconds", "op", "limit_rate"); got != 4 {
+		t.Errorf(`sampled_redis_operation_duration_seconds_count{op="limit_rate"} on A = %d, want 4`, got)
+	}
+}
+
+// histCount adds the sample counts of the named histogram whose label has
+// the value.
+func histCount(t *testing.T, g prometheus.Gatherer, name, label, value string) uint64 {
+	t.Helper()
+	mfs, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var total uint64
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if lp.GetName() == label && lp.GetValue() == value {
+					total += m.GetHistogram().GetSampleCount()
+				}
+			}
+		}
+	}
+	return total
 }
 
 // TestLimitsFailOpenWithoutRedis: with Redis unreachable, a key's

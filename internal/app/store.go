@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 
@@ -34,10 +33,10 @@ type runStore struct {
 }
 
 // openStore returns the in-memory store, or the Redis one when a Redis URL
-// is configured. An unreachable Redis does not stop the start: it is
+// is configured (m records its Redis operations). An unreachable Redis does not stop the start: it is
 // logged, /readyz answers 503 until Redis answers, and sampling without
 // loops goes on.
-func openStore(ctx context.Context, rc config.Redis, reg prometheus.Registerer, log *slog.Logger) (runStore, error) {
+func openStore(ctx context.Context, rc config.Redis, m *metrics.Redis, log *slog.Logger) (runStore, error) {
 	if rc.URL == "" {
 		return runStore{
 			Store: memory.New(memory.Options{}),
@@ -62,7 +61,6 @@ func openStore(ctx context.Context, rc config.Redis, reg prometheus.Registerer, 
 	readOpt := *opt
 	readOpt.PoolSize = redisReadsPool
 	c, reads := goredis.NewClient(opt), goredis.NewClient(&readOpt)
-	m := metrics.NewRedis(reg)
 	s := runsredis.New(c, runsredis.Options{Reads: reads, Observe: m.Observe,
 		Lease: time.Duration(rc.LeaseTTL), Abandon: loop.Abandoned})
 	ping := func(ctx context.Context) error {

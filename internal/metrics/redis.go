@@ -6,10 +6,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Redis holds the collectors of the Redis run store's operations. They are
-// registered only when runs are kept in Redis. Label op is one of the
-// store's fixed operation names (create, append, finish, subscribe, xread,
-// cancel, …).
+// Redis holds the collectors of the Redis operations of the run store and
+// of the API keys' shared limits. They are registered only when Redis is
+// configured. Label op is one of the fixed operation names (create, append,
+// finish, subscribe, xread, cancel, …; limit_rate, limit_loop_start,
+// limit_loop_renew, limit_loop_release).
 type Redis struct {
 	Duration *prometheus.HistogramVec // op
 	Errors   *prometheus.CounterVec   // op
@@ -21,13 +22,13 @@ func NewRedis(reg prometheus.Registerer) *Redis {
 	r := &Redis{
 		Duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "sampled_redis_operation_duration_seconds",
-			Help: "Duration of one Redis operation of the run store, by operation; " +
+			Help: "Duration of one Redis operation of the run store or the shared limits, by operation; " +
 				"a live loop's xread includes its blocking wait.",
 			Buckets: []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5},
 		}, []string{"op"}),
 		Errors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "sampled_redis_errors_total",
-			Help: "Redis operations of the run store that failed, by operation (answers such as run not found excluded).",
+			Help: "Redis operations of the run store or the shared limits that failed, by operation (answers such as run not found excluded).",
 		}, []string{"op"}),
 	}
 	if reg != nil {
