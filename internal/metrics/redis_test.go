@@ -17,7 +17,7 @@ func TestRedisObserve(t *testing.T) {
 	r.Observe("append", 2*time.Millisecond, errors.New("connection refused"))
 	r.Observe("xread", time.Second, nil)
 	want := `
-# HELP sampled_redis_errors_total Redis operations of the run store that failed, by operation (answers such as run not found excluded).
+# HELP sampled_redis_errors_total Redis operations of the run store or the shared limits that failed, by operation (answers such as run not found excluded).
 # TYPE sampled_redis_errors_total counter
 sampled_redis_errors_total{op="append"} 1
 `
