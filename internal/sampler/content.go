@@ -160,28 +160,28 @@ func (c Content) MarshalJSON() ([]byte, error) {
 	buf := make([]byte, 0, 32+len(c.Text)+len(c.Data)+len(c.Input))
 	buf = append(buf, '{')
 	buf = appendMember(buf, "type")
-	buf = appendString(buf, c.Type)
+	buf = AppendJSONString(buf, c.Type)
 	var err error
 	switch c.Type {
 	case BlockText:
-		buf = appendString(appendMember(buf, "text"), c.Text)
+		buf = AppendJSONString(appendMember(buf, "text"), c.Text)
 	case BlockImage, BlockAudio:
-		buf = appendString(appendMember(buf, "data"), c.Data)
-		buf = appendString(appendMember(buf, "mimeType"), c.MIMEType)
+		buf = AppendJSONString(appendMember(buf, "data"), c.Data)
+		buf = AppendJSONString(appendMember(buf, "mimeType"), c.MIMEType)
 	case BlockToolUse:
 		input := c.Input
 		if len(input) == 0 {
 			input = json.RawMessage("{}")
 		}
-		buf = appendString(appendMember(buf, "id"), c.ID)
-		buf = appendString(appendMember(buf, "name"), c.Name)
+		buf = AppendJSONString(appendMember(buf, "id"), c.ID)
+		buf = AppendJSONString(appendMember(buf, "name"), c.Name)
 		buf = append(appendMember(buf, "input"), input...)
 	case BlockToolResult:
 		blocks := c.Content
 		if blocks == nil {
 			blocks = []Content{}
 		}
-		buf = appendString(appendMember(buf, "toolUseId"), c.ToolUseID)
+		buf = AppendJSONString(appendMember(buf, "toolUseId"), c.ToolUseID)
 		var b []byte
 		if b, err = json.Marshal(blocks); err != nil {
 			return nil, err
@@ -198,7 +198,7 @@ func (c Content) MarshalJSON() ([]byte, error) {
 		// string members only when set.
 		for _, kv := range []struct{ k, v string }{{"text", c.Text}, {"data", c.Data}, {"mimeType", c.MIMEType}, {"id", c.ID}, {"name", c.Name}} {
 			if kv.v != "" {
-				buf = appendString(appendMember(buf, kv.k), kv.v)
+				buf = AppendJSONString(appendMember(buf, kv.k), kv.v)
 			}
 		}
 	}
@@ -215,7 +215,7 @@ func (c Content) MarshalJSON() ([]byte, error) {
 		}
 		sort.Strings(keys)
 		for _, k := range keys {
-			buf = append(appendString(append(buf, ','), k), ':')
+			buf = append(AppendJSONString(append(buf, ','), k), ':')
 			buf = append(buf, c.Extra[k]...)
 		}
 	}
@@ -234,10 +234,10 @@ func appendMember(buf []byte, k string) []byte {
 	return append(buf, '"', ':')
 }
 
-// appendString appends s as a JSON string, byte for byte as json.Marshal
-// writes it. Printable ASCII other than the characters json.Marshal escapes
+// AppendJSONString appends s as a JSON string, byte for byte as
+// json.Marshal writes it. Printable ASCII other than the characters json.Marshal escapes
 // is copied as it is; any other string goes through json.Marshal.
-func appendString(buf []byte, s string) []byte {
+func AppendJSONString(buf []byte, s string) []byte {
 	for i := 0; i < len(s); i++ {
 		if b := s[i]; b < 0x20 || b >= 0x80 || b == '"' || b == '\\' || b == '<' || b == '>' || b == '&' {
 			q, _ := json.Marshal(s) // a string always marshals

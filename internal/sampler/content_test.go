@@ -41,20 +41,20 @@ func TestAppendString(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := appendString([]byte("x"), s); string(got) != "x"+string(want) {
-			t.Errorf("appendString(%q) = %s, want x%s", s, got, want)
+		if got := AppendJSONString([]byte("x"), s); string(got) != "x"+string(want) {
+			t.Errorf("AppendJSONString(%q) = %s, want x%s", s, got, want)
 		}
 	}
 }
 
-// FuzzAppendString checks appendString against json.Marshal on any string.
+// FuzzAppendString checks AppendJSONString against json.Marshal on any string.
 func FuzzAppendString(f *testing.F) {
 	f.Add("Paris.")
 	f.Add("<\x00\xff\"")
 	f.Fuzz(func(t *testing.T, s string) {
 		want, _ := json.Marshal(s)
-		if got := appendString(nil, s); string(got) != string(want) {
-			t.Fatalf("appendString(%q) = %s, want %s", s, got, want)
+		if got := AppendJSONString(nil, s); string(got) != string(want) {
+			t.Fatalf("AppendJSONString(%q) = %s, want %s", s, got, want)
 		}
 	})
 }
