@@ -122,7 +122,8 @@ func New(ctx context.Context, o Options) (*App, error) {
 	a.engine = loop.New(loop.Options{Sampler: svc, Tools: toolReg, Store: a.store, Metrics: m, Logger: o.Logger})
 	samplingHost.set(host.New(host.Options{Sampler: svc, Catalog: cat, Loops: a.engine, Tools: toolReg,
 		Servers: pc.MCPServers, Metrics: m, Logger: o.Logger}))
-	mcpSrv, err := mcpserver.New(mcpserver.Options{Sampling: sopts, Loops: a.engine, Runs: a.store, Mode: mcpserver.Mode(pc.MCPEndpoint.Sampling),
+	mcpSrv, err := mcpserver.New(mcpserver.Options{Sampling: sopts, Loops: a.engine, Runs: a.store,
+		Admission: loopAdmission{guard: guard, metrics: m}, Mode: mcpserver.Mode(pc.MCPEndpoint.Sampling),
 		AllowedOrigins: pc.MCPEndpoint.AllowedOrigins, Metrics: m, Logger: o.Logger})
 	if err != nil {
 		_ = errors.Join(toolReg.Close(), closeLimits())

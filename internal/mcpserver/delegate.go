@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -108,13 +109,33 @@ func (s *Server) runLoop(ctx context.Context, c *call, a delegateArgs) (any, err
 		return nil, &toolError{outcome: outcomeRefused, text: "this server runs no tool loops"}
 	}
 	timeout := time.Duration(*a.TimeoutMs) * time.Millisecond
-	id, err := s.o.Loops.Start(ctx, loop.Spec{
+	spec := loop.Spec{
 		Messages:      []sampler.Message{sampler.UserMessage(sampler.TextBlock(delegatePrompt(a)))},
 		SystemPrompt:  delegateSystem,
 		AllowedTools:  a.AllowedTools,
 		MaxIterations: a.MaxIterations,
 		Timeout:       &timeout,
-	})
+	}
+	// The run belongs to the key of this call, and counts against its
+	// concurrent loops until it ends.
+	if s.o.Admission != nil {
+		var header http.Header
+		if c.req.Extra != nil {
+			header = c.req.Extra.Header
+		}
+		owner, release, err := s.o.Admission.AdmitLoop(ctx, header)
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, &toolError{outcome: outcomeRefused, text: "the loop was not started: " + err.Error()}
+		}
+		spec.Owner, spec.OnEnd = owner, release
+	}
+	id, err := s.o.Loops.Start(ctx, spec)
+	if err != nil && spec.OnEnd != nil {
+		spec.OnEnd()
+	}
 	if errors.Is(err, loop.ErrClosed) {
 		return nil, &toolError{outcome: outcomeRefused, text: "the server is shutting down"}
 	}
