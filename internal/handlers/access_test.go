@@ -401,7 +401,7 @@ func TestRateLimits(t *testing.T) {
 		if got := testutil.ToFloat64(a.metrics.SamplingInFlight); got != 1 {
 			t.Errorf("sampled_sampling_in_flight = %v, want 1", got)
 		}
-		for _, path := range []string{"/v1/sample", "/v1/sample/schema", "/v1/sample/tools", "/v1/messages"} {
+		for _, path := range []string{"/v1/sample", "/v1/sample/schema", "/v1/sample/tools", "/v1/messages", "/mcp"} {
 			resp, b := a.call(t, "POST", path, keyBob, `{"prompt":"a"}`)
 			wantTooMany(t, resp, b, "in_flight", 1)
 		}
@@ -415,8 +415,8 @@ func TestRateLimits(t *testing.T) {
 		if resp, b := a.call(t, "POST", "/v1/sample", keyBob, `{"prompt":"a"}`); resp.StatusCode != 200 {
 			t.Errorf("sample once the place is free: %d %s", resp.StatusCode, b)
 		}
-		if got := testutil.ToFloat64(a.metrics.RateLimited.WithLabelValues("bob", "in_flight")); got != 4 {
-			t.Errorf("sampled_rate_limited_total{key=bob,limit=in_flight} = %v, want 4", got)
+		if got := testutil.ToFloat64(a.metrics.RateLimited.WithLabelValues("bob", "in_flight")); got != 5 {
+			t.Errorf("sampled_rate_limited_total{key=bob,limit=in_flight} = %v, want 5", got)
 		}
 	})
 }

@@ -30,7 +30,9 @@ func (s *server) routes() http.Handler {
 	r.Get("/v1/loops/{id}/events", s.handleLoopEvents)
 
 	r.Method(http.MethodGet, "/mcp", s.mcp) // the MCP server's streamable HTTP transport
-	r.Method(http.MethodPost, "/mcp", s.mcp)
+	// A POST carries the MCP calls, tools that sample among them: it takes
+	// a place of the in-flight cap as the other sampling routes do.
+	r.With(s.limitSampling).Method(http.MethodPost, "/mcp", s.mcp)
 	r.Method(http.MethodDelete, "/mcp", s.mcp)
 	return r
 }
