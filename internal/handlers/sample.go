@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 
 	"github.com/sampled/sampled/internal/sampler"
 )
@@ -45,6 +46,63 @@ type resultBody struct {
 	Parsed     json.RawMessage     `json:"parsed,omitzero"`
 	ParseError *sampler.ParseError `json:"parseError,omitempty"`
 	ToolCalls  []sampler.ToolCall  `json:"toolCalls,omitzero"`
+}
+
+// MarshalJSON writes the body as encoding/json writes it from the tags
+// above; see AppendJSON.
+func (b *resultBody) MarshalJSON() ([]byte, error) {
+	return b.AppendJSON(make([]byte, 0, 192+2*len(b.Text)))
+}
+
+// AppendJSON appends the body, as encoding/json writes it from the tags
+// above, without reflection over its members: every sampling answer is
+// one. The members of schema and tools mode only go through encoding/json.
+func (b *resultBody) AppendJSON(buf []byte) ([]byte, error) {
+	buf = sampler.AppendJSONString(append(buf, `{"model":`...), b.Model)
+	buf = sampler.AppendJSONString(append(buf, `,"provider":`...), b.Provider)
+	buf = sampler.AppendJSONString(append(buf, `,"role":`...), string(b.Role))
+	buf = append(buf, `,"content":`...)
+	if b.Content == nil {
+		buf = append(buf, "null"...)
+	} else {
+		buf = append(buf, '[')
+		for i, c := range b.Content {
+			if i > 0 {
+				buf = append(buf, ',')
+			}
+			var err error
+			if buf, err = c.AppendJSON(buf); err != nil {
+				return nil, err
+			}
+		}
+		buf = append(buf, ']')
+	}
+	buf = sampler.AppendJSONString(append(buf, `,"text":`...), b.Text)
+	if b.StopReason != "" {
+		buf = sampler.AppendJSONString(append(buf, `,"stopReason":`...), b.StopReason)
+	}
+	buf = strconv.AppendInt(append(buf, `,"usage":{"inputTokens":`...), int64(b.Usage.InputTokens), 10)
+	buf = strconv.AppendInt(append(buf, `,"outputTokens":`...), int64(b.Usage.OutputTokens), 10)
+	buf = strconv.AppendInt(append(buf, `},"attempts":`...), int64(b.Attempts), 10)
+	buf = strconv.AppendInt(append(buf, `,"durationMs":`...), b.DurationMs, 10)
+	if b.Parsed != nil {
+		buf = sampler.AppendJSONRaw(append(buf, `,"parsed":`...), b.Parsed)
+	}
+	if b.ParseError != nil {
+		v, err := json.Marshal(b.ParseError)
+		if err != nil {
+			return nil, err
+		}
+		buf = append(append(buf, `,"parseError":`...), v...)
+	}
+	if b.ToolCalls != nil {
+		v, err := json.Marshal(b.ToolCalls)
+		if err != nil {
+			return nil, err
+		}
+		buf = append(append(buf, `,"toolCalls":`...), v...)
+	}
+	return append(buf, '}'), nil
 }
 
 func newResultBody(res *sampler.Result) *resultBody {

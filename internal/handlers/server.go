@@ -455,7 +455,7 @@ func writeBody(w http.ResponseWriter, status int, contentType []string, v any) {
 			bodyBuffers.Put(buf)
 		}
 	}()
-	if err := json.NewEncoder(buf).Encode(v); err != nil {
+	if err := encodeBody(buf, v); err != nil {
 		// Only a value sampled made itself can fail to encode.
 		status, contentType = http.StatusInternalServerError, problemMediaType
 		buf.Reset()
@@ -466,6 +466,26 @@ func writeBody(w http.ResponseWriter, status int, contentType []string, v any) {
 	h["Content-Length"] = []string{strconv.Itoa(buf.Len())}
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
+}
+
+// jsonAppender is a body that appends its own JSON (resultBody, on the
+// path of every sampling answer), as encoding/json would write it.
+type jsonAppender interface {
+	AppendJSON(buf []byte) ([]byte, error)
+}
+
+// encodeBody writes v's JSON and a newline to buf, as json.Encoder does.
+func encodeBody(buf *bytes.Buffer, v any) error {
+	a, ok := v.(jsonAppender)
+	if !ok {
+		return json.NewEncoder(buf).Encode(v)
+	}
+	b, err := a.AppendJSON(buf.AvailableBuffer())
+	if err != nil {
+		return err
+	}
+	buf.Write(b)
+	return buf.WriteByte('\n')
 }
 
 func (s *server) handleHealthz(w http.ResponseWriter, r *http.Request) {

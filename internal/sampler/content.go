@@ -157,7 +157,11 @@ func (c *Content) setExtra(k string, v json.RawMessage) {
 
 // MarshalJSON encodes the block with the members its type requires.
 func (c Content) MarshalJSON() ([]byte, error) {
-	buf := make([]byte, 0, 32+len(c.Text)+len(c.Data)+len(c.Input))
+	return c.AppendJSON(make([]byte, 0, 32+len(c.Text)+len(c.Data)+len(c.Input)))
+}
+
+// AppendJSON appends the block's JSON, as MarshalJSON writes it, to buf.
+func (c Content) AppendJSON(buf []byte) ([]byte, error) {
 	buf = append(buf, '{')
 	buf = appendMember(buf, "type")
 	buf = AppendJSONString(buf, c.Type)
@@ -175,7 +179,7 @@ func (c Content) MarshalJSON() ([]byte, error) {
 		}
 		buf = AppendJSONString(appendMember(buf, "id"), c.ID)
 		buf = AppendJSONString(appendMember(buf, "name"), c.Name)
-		buf = append(appendMember(buf, "input"), input...)
+		buf = AppendJSONRaw(appendMember(buf, "input"), input)
 	case BlockToolResult:
 		blocks := c.Content
 		if blocks == nil {
@@ -188,7 +192,7 @@ func (c Content) MarshalJSON() ([]byte, error) {
 		}
 		buf = append(appendMember(buf, "content"), b...)
 		if len(c.StructuredContent) > 0 {
-			buf = append(appendMember(buf, "structuredContent"), c.StructuredContent...)
+			buf = AppendJSONRaw(appendMember(buf, "structuredContent"), c.StructuredContent)
 		}
 		if c.IsError != nil {
 			buf = strconv.AppendBool(appendMember(buf, "isError"), *c.IsError)
@@ -203,10 +207,10 @@ func (c Content) MarshalJSON() ([]byte, error) {
 		}
 	}
 	if len(c.Annotations) > 0 {
-		buf = append(appendMember(buf, "annotations"), c.Annotations...)
+		buf = AppendJSONRaw(appendMember(buf, "annotations"), c.Annotations)
 	}
 	if len(c.Meta) > 0 {
-		buf = append(appendMember(buf, "_meta"), c.Meta...)
+		buf = AppendJSONRaw(appendMember(buf, "_meta"), c.Meta)
 	}
 	if len(c.Extra) > 0 {
 		keys := make([]string, 0, len(c.Extra))
@@ -216,7 +220,7 @@ func (c Content) MarshalJSON() ([]byte, error) {
 		sort.Strings(keys)
 		for _, k := range keys {
 			buf = append(AppendJSONString(append(buf, ','), k), ':')
-			buf = append(buf, c.Extra[k]...)
+			buf = AppendJSONRaw(buf, c.Extra[k])
 		}
 	}
 	return append(buf, '}'), nil
@@ -232,6 +236,26 @@ func appendMember(buf []byte, k string) []byte {
 	buf = append(buf, '"')
 	buf = append(buf, k...)
 	return append(buf, '"', ':')
+}
+
+// AppendJSONRaw appends the JSON value raw as encoding/json writes a
+// json.RawMessage inside a value: compact, with <, > and & escaped in its
+// strings. A value that holds no whitespace and none of those characters
+// is copied as it is.
+func AppendJSONRaw(buf []byte, raw json.RawMessage) []byte {
+	for _, b := range raw {
+		switch b {
+		case ' ', '\t', '\n', '\r', '<', '>', '&', 0xE2: // 0xE2 leads U+2028 and U+2029
+			var compact bytes.Buffer
+			if json.Compact(&compact, raw) != nil {
+				return append(buf, raw...) // not JSON: encoding/json refuses it
+			}
+			var escaped bytes.Buffer
+			json.HTMLEscape(&escaped, compact.Bytes())
+			return append(buf, escaped.Bytes()...)
+		}
+	}
+	return append(buf, raw...)
 }
 
 // AppendJSONString appends s as a JSON string, byte for byte as

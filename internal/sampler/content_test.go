@@ -58,3 +58,18 @@ func FuzzAppendString(f *testing.F) {
 		}
 	})
 }
+
+// TestAppendJSONRaw: a raw member is written as encoding/json writes a
+// json.RawMessage: compact, with markup escaped in its strings.
+func TestAppendJSONRaw(t *testing.T) {
+	for _, raw := range []string{`{"a":1}`, `{ "a" : [1, 2] }`, "{\n\t\"city\": \"New York\"\r\n}", `{"h":"<b>&amp;</b>"}`,
+		"\"\u2028\u2029\"", `"é"`, `null`, `[]`, `{"k":"\u00e9 \\\" \\n"}`} {
+		want, err := json.Marshal(json.RawMessage(raw))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := AppendJSONRaw([]byte("x"), json.RawMessage(raw)); string(got) != "x"+string(want) {
+			t.Errorf("AppendJSONRaw(%q) = %s, want x%s", raw, got, want)
+		}
+	}
+}
