@@ -2,12 +2,15 @@ package redis
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/sampled/sampled/internal/runs"
 	"github.com/sampled/sampled/internal/runs/memory"
@@ -82,12 +85,28 @@ func BenchmarkAppend(b *testing.B) {
 // follow, and reports the append→receive latency of the deliveries (p50,
 // p99, max; at most 500 samples per subscriber). memory: 1000 subscribers
 // on one store; redis: 500 on each of two stores sharing one Redis, the
-// events appended through the first. Each event reaches every subscriber
-// before the next is appended.
+// events appended through the first; redis-floor: the same over a bare
+// Redis stream (floorStream), the least a store on Redis Streams can take.
+// Each event reaches every subscriber before the next is appended.
 func BenchmarkFanout1000(b *testing.B) {
 	const subscribers, maxSamples = 1000, 500
 	ctx := context.Background()
+	type fanoutBackend struct {
+		name string
+		make func(b *testing.B, n int) []fanoutStore
+	}
+	var bes []fanoutBackend
 	for _, be := range backends {
+		bes = append(bes, fanoutBackend{be.name, func(b *testing.B, n int) []fanoutStore {
+			var out []fanoutStore
+			for _, s := range be.make(b, n) {
+				out = append(out, s)
+			}
+			return out
+		}})
+	}
+	bes = append(bes, fanoutBackend{"redis-floor", newFloorStreams})
+	for _, be := range bes {
 		b.Run(be.name, func(b *testing.B) {
 			stores := be.make(b, 2)
 			if err := stores[0].Create(ctx, "r", nil); err != nil {
@@ -150,6 +169,102 @@ func BenchmarkFanout1000(b *testing.B) {
 			percentiles(b, all)
 		})
 	}
+}
+
+// fanoutStore is what BenchmarkFanout1000 uses of a store.
+type fanoutStore interface {
+	Create(ctx context.Context, id string, snapshot json.RawMessage) error
+	Subscribe(ctx context.Context, id string, after int64) (runs.Subscription, error)
+	Append(ctx context.Context, id, name string, data json.RawMessage) (runs.Event, error)
+	Finish(ctx context.Context, id, name string, data, snapshot json.RawMessage) (runs.Event, error)
+}
+
+// floorStream is the least any store on Redis Streams does to deliver an
+// event to the subscribers of two replicas, for BenchmarkFanout1000's
+// "redis-floor": a plain XADD (no script, no run state), and per replica
+// one blocking XREAD loop feeding a runs.Fanout. It keeps no guarantee of
+// the Store's (no replay, no retry, no lease): it measures the transport.
+type floorStream struct {
+	c   *goredis.Client // appends
+	key string
+	n   *int64 // the last id appended; shared by the replicas of a test
+	mu  sync.Mutex
+	fan *runs.Fanout
+}
+
+// newFloorStreams returns n floorStreams ("replicas") on one stream, each
+// with a client and a read loop of its own, stopped with the benchmark.
+func newFloorStreams(b *testing.B, n int) []fanoutStore {
+	key, last := prefix()+"floor", new(int64)
+	var out []fanoutStore
+	for range n {
+		f := &floorStream{c: newClient(b), key: key, n: last}
+		f.fan = runs.NewFanout(&f.mu, nil)
+		conn := newClient(b).Conn()
+		var wg sync.WaitGroup
+		wg.Go(func() { f.read(conn) })
+		b.Cleanup(func() {
+			_ = conn.Close() // ends a read still blocked
+			wg.Wait()
+		})
+		out = append(out, f)
+	}
+	return out
+}
+
+// read delivers the stream's entries until the terminal one or an error.
+func (f *floorStream) read(conn *goredis.Conn) {
+	pos := "0-0"
+	for {
+		res, err := conn.XRead(context.Background(), &goredis.XReadArgs{Streams: []string{f.key, pos}, Count: readCount, Block: time.Minute}).Result()
+		if err != nil {
+			return
+		}
+		for _, m := range res[0].Messages {
+			ev, terminal, err := parseEntry(m)
+			if err != nil {
+				return
+			}
+			pos = m.ID
+			f.mu.Lock()
+			f.fan.Deliver(ev, terminal)
+			f.mu.Unlock()
+			if terminal {
+				return
+			}
+		}
+	}
+}
+
+func (f *floorStream) Create(context.Context, string, json.RawMessage) error { return nil }
+
+func (f *floorStream) Subscribe(ctx context.Context, _ string, after int64) (runs.Subscription, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.fan.Subscribe(ctx, after, nil, defaultBuffer), nil
+}
+
+func (f *floorStream) Append(ctx context.Context, _, name string, data json.RawMessage) (runs.Event, error) {
+	return f.add(ctx, name, data, false)
+}
+
+func (f *floorStream) Finish(ctx context.Context, _, name string, data, _ json.RawMessage) (runs.Event, error) {
+	return f.add(ctx, name, data, true)
+}
+
+// add appends one entry, in the Store's format, with the next id; one
+// goroutine appends at a time.
+func (f *floorStream) add(ctx context.Context, name string, data json.RawMessage, terminal bool) (runs.Event, error) {
+	*f.n++
+	vals := []any{"n", name}
+	if data != nil {
+		vals = append(vals, "d", string(data))
+	}
+	if terminal {
+		vals = append(vals, "t", "1")
+	}
+	err := f.c.XAdd(ctx, &goredis.XAddArgs{Stream: f.key, ID: strconv.FormatInt(*f.n, 10) + "-0", Values: vals}).Err()
+	return runs.Event{ID: *f.n, Name: name, Data: data}, err
 }
 
 // parseInt parses a non-negative decimal without allocating.
