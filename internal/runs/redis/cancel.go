@@ -106,12 +106,8 @@ func (s *Store) runFeed(feed *goredis.PubSub) {
 			}
 			s.observe("receive_cancel", 0, err)
 			backoff = nextBackoff(backoff)
-			t := time.NewTimer(backoff)
-			select {
-			case <-s.ctx.Done():
-				t.Stop()
+			if !sleep(s.ctx, backoff) {
 				return
-			case <-t.C:
 			}
 			continue
 		}

@@ -209,14 +209,8 @@ func (s *Store) follow(f *follower) {
 		if !s.keepFollowing(f) {
 			return
 		}
-		if backoff > 0 {
-			t := time.NewTimer(backoff)
-			select {
-			case <-s.ctx.Done():
-				t.Stop()
-				return
-			case <-t.C:
-			}
+		if backoff > 0 && !sleep(s.ctx, backoff) {
+			return
 		}
 		f.mu.Lock()
 		pos, known := f.pos, f.connID != 0

@@ -572,13 +572,21 @@ func (s *Store) append(ctx context.Context, id, name string, data, snapshot json
 			return runs.Event{}, err
 		}
 		retry = "1"
-		t := time.NewTimer(backoff)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !sleep(ctx, backoff) {
 			return runs.Event{}, errors.Join(err, ctx.Err())
-		case <-t.C:
 		}
+	}
+}
+
+// sleep waits d, or until ctx ends; it reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 
