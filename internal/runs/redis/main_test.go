@@ -2,29 +2,15 @@ package redis
 
 import (
 	"fmt"
-	"os"
 	"sync/atomic"
 	"testing"
 
 	goredis "github.com/redis/go-redis/v9"
-	"go.uber.org/goleak"
 
 	"github.com/sampled/sampled/internal/runs/redis/redistest"
 )
 
-func TestMain(m *testing.M) {
-	code := func() int {
-		defer redistest.Stop()
-		return m.Run()
-	}()
-	if code == 0 {
-		if err := goleak.Find(); err != nil {
-			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
-			code = 1
-		}
-	}
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { redistest.Main(m) }
 
 // newClient returns a client of the test server, closed with the test. It
 // skips the test when redis-server is not installed, unless CI=true.

@@ -17,6 +17,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
+	"go.uber.org/goleak"
 )
 
 // server is the one redis-server of the test binary.
@@ -177,6 +178,23 @@ func (s *Server) Up(t testing.TB) {
 		t.Fatal(err)
 	}
 	s.cmd = cmd
+}
+
+// Main runs the tests of a package that uses the server: it stops the
+// server after them and, when they passed, fails on leaked goroutines
+// (checked once the server is gone). Call it from TestMain.
+func Main(m *testing.M) {
+	code := func() int {
+		defer Stop()
+		return m.Run()
+	}()
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 // Stop ends the redis-server, if one was started, and removes its
