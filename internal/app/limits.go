@@ -1,7 +1,6 @@
 package app
 
 import (
-	"errors"
 	"log/slog"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -21,14 +20,11 @@ func openLimits(rc config.Redis, m *metrics.Redis, log *slog.Logger) (shared acc
 	if rc.URL == "" {
 		return nil, func() error { return nil }, nil
 	}
-	opt, err := goredis.ParseURL(rc.URL.Reveal())
+	// Each limit check is bounded by its context (access.DefaultLimitTimeout).
+	opt, err := redisOptions(rc, "limits")
 	if err != nil {
-		// Not err: its text may quote the URL, password and all.
-		return nil, nil, errors.New("limits: the Redis URL is not one go-redis accepts (redis://[user:password@]host:port/db, rediss://…, unix://…)")
+		return nil, nil, err
 	}
-	// Each limit check is bounded by its context (access.DefaultLimitTimeout),
-	// not go-redis's seconds-long socket timeouts.
-	opt.ContextTimeoutEnabled = true
 	c := goredis.NewClient(opt)
 	l := access.NewRedisLimits(c, access.RedisOptions{Logger: log, Observe: m.Observe})
 	log.Info("API keys' rates and loop caps are shared through Redis; they are let in unchecked while Redis does not answer",

@@ -32,6 +32,23 @@ type runStore struct {
 	close func() error
 }
 
+// redisOptions are the client options of the configured Redis URL for
+// user (the run store, the limits): each call bounded by its context, not
+// go-redis's socket timeouts, and maintenance notifications off — in its
+// default mode (auto) go-redis writes to the shared options from each new
+// connection whose server does not know them (Redis before 8), a data race
+// between connections opened at once.
+func redisOptions(rc config.Redis, user string) (*goredis.Options, error) {
+	opt, err := goredis.ParseURL(rc.URL.Reveal())
+	if err != nil {
+		// Not err: its text may quote the URL, password and all.
+		return nil, errors.New(user + ": the Redis URL is not one go-redis accepts (redis://[user:password@]host:port/db, rediss://…, unix://…)")
+	}
+	opt.ContextTimeoutEnabled = true
+	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
+	return opt, nil
+}
+
 // openStore returns the in-memory store, or the Redis one when a Redis URL
 // is configured (m records its Redis operations). An unreachable Redis does not stop the start: it is
 // logged, /readyz answers 503 until Redis answers, and sampling without
@@ -44,20 +61,13 @@ func openStore(ctx context.Context, rc config.Redis, m *metrics.Redis, log *slog
 			close: func() error { return nil },
 		}, nil
 	}
-	opt, err := goredis.ParseURL(rc.URL.Reveal())
+	opt, err := redisOptions(rc, "run store")
 	if err != nil {
-		// Not err: its text may quote the URL, password and all.
-		return runStore{}, errors.New("run store: the Redis URL is not one go-redis accepts (redis://[user:password@]host:port/db, rediss://…, unix://…)")
+		return runStore{}, err
 	}
-	opt.ContextTimeoutEnabled = true
 	// The store retries appends itself, looking first whether the last
 	// try was done: a retry of go-redis's could add an event twice.
 	opt.MaxRetries = -1
-	// Off: in its default mode (auto) go-redis writes to the shared
-	// options from each new connection whose server does not know
-	// maintenance notifications (Redis before 8), a data race between
-	// the live loops' connections.
-	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	readOpt := *opt
 	readOpt.PoolSize = redisReadsPool
 	c, reads := goredis.NewClient(opt), goredis.NewClient(&readOpt)
