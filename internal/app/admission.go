@@ -30,11 +30,7 @@ func (a loopAdmission) AdmitLoop(ctx context.Context, header http.Header) (strin
 	}
 	release, ok, wait := a.guard.StartLoop(ctx, c)
 	if !ok {
-		key := c.Name()
-		if key == "" {
-			key = metrics.AnonymousKey
-		}
-		a.metrics.RateLimited.WithLabelValues(key, metrics.LimitLoops).Inc()
+		a.metrics.RateLimited.WithLabelValues(metrics.KeyLabel(c.Name()), metrics.LimitLoops).Inc()
 		return "", nil, &mcpserver.LoopLimitError{RetryAfter: wait}
 	}
 	return c.Name(), release, nil

@@ -95,10 +95,10 @@ func (s *server) keyed() bool { return s.guard != nil && s.guard.Enabled() }
 // keyLabel is the caller's key label in metrics: the configured name, or
 // metrics.AnonymousKey.
 func keyLabel(c *access.Caller) string {
-	if c == nil || c.Name() == "" {
+	if c == nil {
 		return metrics.AnonymousKey
 	}
-	return c.Name()
+	return metrics.KeyLabel(c.Name())
 }
 
 // tooMany answers 429 with Retry-After and counts it under the limit

@@ -18,6 +18,15 @@ const (
 // AnonymousKey is the key label of requests to a service without API keys.
 const AnonymousKey = "anonymous"
 
+// KeyLabel is the key label of a caller whose API key has this name:
+// the name, or AnonymousKey for "" (no keys configured).
+func KeyLabel(name string) string {
+	if name == "" {
+		return AnonymousKey
+	}
+	return name
+}
+
 // initAccess creates the collectors of access control and limits, and
 // registers them on reg unless it is nil.
 func (m *Metrics) initAccess(reg prometheus.Registerer) {
