@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,33 +16,11 @@ import (
 	"github.com/sampled/sampled/internal/runs/storetest"
 )
 
-// clock is a settable clock for Options.Now.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock {
-	return &clock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
-
 // TestConformance runs the runs.Store suite. After each case every
 // subscription the store kept is released.
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, o storetest.Options) storetest.Subject {
-		c := newClock()
+		c := storetest.NewClock()
 		m := New(Options{MaxEvents: o.MaxEvents, TTL: o.TTL, Buffer: o.Buffer, Now: c.Now})
 		t.Cleanup(func() {
 			if n := m.Subscribers(); n != 0 {
@@ -233,7 +210,7 @@ func TestBoundedLog(t *testing.T) {
 // Finish, not only when they are accessed.
 func TestSweep(t *testing.T) {
 	const ttl = time.Minute
-	c := newClock()
+	c := storetest.NewClock()
 	m := New(Options{TTL: ttl, Now: c.Now})
 	newRun(t, m, "a", 1, true) // expires at 1m
 	c.Advance(10 * time.Second)

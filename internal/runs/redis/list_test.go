@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/sampled/sampled/internal/runs/storetest"
 )
 
 // TestList: runs page newest first with a cursor that survives new runs,
@@ -22,8 +24,8 @@ func TestList(t *testing.T) {
 		return json.RawMessage(fmt.Sprintf(`{"n":%d,"status":%q}`, i, status))
 	}
 	// setup makes r1..r5 in that order; r2 and r4 finish.
-	setup := func(t *testing.T) (*Store, *clock) {
-		c := newClock()
+	setup := func(t *testing.T) (*Store, *storetest.Clock) {
+		c := storetest.NewClock()
 		s := replicas(t, 1, Options{TTL: ttl, Now: c.Now})[0]
 		for i := 1; i <= 5; i++ {
 			id := fmt.Sprintf("r%d", i)
@@ -67,7 +69,7 @@ func TestList(t *testing.T) {
 		name  string
 		limit int
 		match func(json.RawMessage) bool
-		do    func(t *testing.T, s *Store, c *clock)
+		do    func(t *testing.T, s *Store, c *storetest.Clock)
 		want  [][]string
 	}{
 		{name: "pages of 2", limit: 2, want: [][]string{{"r5", "r4"}, {"r3", "r2"}, {"r1"}}},
@@ -76,12 +78,12 @@ func TestList(t *testing.T) {
 		{name: "nothing matches", limit: 1, match: none, want: [][]string{{}}},
 		{
 			name: "expired by the store's clock",
-			do:   func(t *testing.T, s *Store, c *clock) { c.Advance(ttl) },
+			do:   func(t *testing.T, s *Store, c *storetest.Clock) { c.Advance(ttl) },
 			want: [][]string{{"r5", "r3", "r1"}},
 		},
 		{
 			name: "expired by Redis",
-			do: func(t *testing.T, s *Store, c *clock) {
+			do: func(t *testing.T, s *Store, c *storetest.Clock) {
 				if err := s.c.Del(ctx, s.metaKey("r4"), s.eventsKey("r4")).Err(); err != nil {
 					t.Fatal(err)
 				}
@@ -90,7 +92,7 @@ func TestList(t *testing.T) {
 		},
 		{
 			name: "created again: newest",
-			do: func(t *testing.T, s *Store, c *clock) {
+			do: func(t *testing.T, s *Store, c *storetest.Clock) {
 				c.Advance(ttl)
 				if err := s.Create(ctx, "r2", nil); err != nil {
 					t.Fatal(err)

@@ -1,34 +1,10 @@
 package redis
 
 import (
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/sampled/sampled/internal/runs/storetest"
 )
-
-// clock is a settable clock for Options.Now.
-type clock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func newClock() *clock {
-	return &clock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = c.t.Add(d)
-}
 
 // TestConformance runs the runs.Store suite against a real redis-server.
 // The suite's clock is the store's Now, by which the store's methods tell
@@ -37,7 +13,7 @@ func (c *clock) Advance(d time.Duration) {
 // kept is released and its live loops ended (Close waits for them).
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, o storetest.Options) storetest.Subject {
-		c := newClock()
+		c := storetest.NewClock()
 		s := New(newClient(t), Options{
 			MaxEvents: o.MaxEvents, TTL: o.TTL, Buffer: o.Buffer,
 			Prefix: prefix(), Now: c.Now,

@@ -20,6 +20,32 @@ import (
 	"github.com/sampled/sampled/internal/runs"
 )
 
+// Clock is a settable clock for a store's Now, shared by the suite and a
+// backend's own tests.
+type Clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// NewClock returns a Clock at a fixed time.
+func NewClock() *Clock {
+	return &Clock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+}
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+// Advance moves the clock on by d.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
 // Options are the limits a store under test is made with.
 type Options struct {
 	// MaxEvents is the number of a run's latest events the store keeps.
