@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,6 +20,7 @@ import (
 
 	"github.com/sampled/sampled/internal/config"
 	"github.com/sampled/sampled/internal/sampler"
+	"github.com/sampled/sampled/internal/testnet"
 )
 
 // faultKey is the API key the matrix configures. Fakes echo it in their
@@ -348,7 +348,7 @@ func TestFaultMatrix(t *testing.T) {
 func runFault(t *testing.T, wr wire, fc faultCase) {
 	endpoint := func() (string, *fake) {
 		if fc.refused {
-			return wr.base("http://" + refusingAddr(t)), nil
+			return wr.base("http://" + testnet.RefusingAddr(t)), nil
 		}
 		f := newFake(t, wr, fc.fault)
 		return wr.base(f.srv.URL), f
@@ -532,26 +532,4 @@ func retriesBy(t *testing.T, reg *prometheus.Registry, provider string) map[stri
 		}
 	}
 	return got
-}
-
-// refusingAddr returns a loopback address that refuses connections: its
-// port is bound, so that no other test takes it, and not listening.
-func refusingAddr(t *testing.T) string {
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = syscall.Close(fd) })
-	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		t.Fatal(err)
-	}
-	sa, err := syscall.Getsockname(fd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, ok := sa.(*syscall.SockaddrInet4)
-	if !ok {
-		t.Fatalf("bound to %T", sa)
-	}
-	return fmt.Sprintf("127.0.0.1:%d", in.Port)
 }

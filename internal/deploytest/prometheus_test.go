@@ -25,6 +25,7 @@ import (
 	"github.com/sampled/sampled/internal/app"
 	"github.com/sampled/sampled/internal/config"
 	"github.com/sampled/sampled/internal/runs/redis/redistest"
+	"github.com/sampled/sampled/internal/testnet"
 	"github.com/sampled/sampled/internal/testwait"
 	"github.com/sampled/sampled/internal/tools/mcptest"
 )
@@ -88,7 +89,7 @@ func TestDashboardAndAlertsAgainstPrometheus(t *testing.T) {
 	up := flakyOpenAI()
 	defer up.Close()
 	dir := t.TempDir()
-	down := freeAddr(t) // nothing listens there: calls fail with a 502
+	down := testnet.RefusingAddr(t) // calls fail with a 502: connection refused
 	// The test MCP server, for a tool that fails.
 	bin, err := mcptest.BuildServer(dir)
 	if err != nil {

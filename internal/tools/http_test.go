@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/sampled/sampled/internal/config"
 	"github.com/sampled/sampled/internal/sampler"
+	"github.com/sampled/sampled/internal/testnet"
 )
 
 type echoIn struct {
@@ -115,18 +115,9 @@ func TestHTTP(t *testing.T) {
 	}
 }
 
-// closedURL returns the URL of a port that nothing listens on.
+// closedURL returns the URL of a port that refuses connections.
 func closedURL(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	if err := ln.Close(); err != nil {
-		t.Fatal(err)
-	}
-	return "http://" + addr + "/mcp"
+	return "http://" + testnet.RefusingAddr(t) + "/mcp"
 }
 
 // TestHTTPDown checks that a server that is down at start is reported and
