@@ -479,7 +479,7 @@ func TestTimeout(t *testing.T) {
 		t.Errorf("loop.completed = %s", evs[len(evs)-1].Raw)
 	}
 	if n := len(f.requests()); n != 1 {
-		t.Errorf("the model got %d requests, want 1", n)
+		t.Errorf("the model got %d requests, want 1; the last:\n%s\nevents:\n%s", n, f.body(n), rawEvents(evs))
 	}
 	mcptest.PollFile(t, marker, "cancelled", waitTimeout)
 	if snap := snapshot(t, store, id); snap.Status != loop.StatusTimeout || snap.Error != d.Error {

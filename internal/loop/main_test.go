@@ -559,3 +559,12 @@ func (f *fakeOpenAI) sampler(t testing.TB, maxTokens int) *sampler.Service {
 	}
 	return svc
 }
+
+// rawEvents lists the events, one a line, for failure messages.
+func rawEvents(evs []event) string {
+	var b strings.Builder
+	for _, ev := range evs {
+		fmt.Fprintf(&b, "%s %s\n", ev.Name, ev.Raw)
+	}
+	return b.String()
+}
