@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sampled/sampled/internal/testlog"
 )
 
 // TestDefaultAddrIsLoopback: without SAMPLED_ADDR or -addr the service
@@ -25,11 +27,11 @@ func TestDefaultAddrIsLoopback(t *testing.T) {
 
 // runWith runs the service with env until the test ends, and returns its
 // address and its log.
-func runWith(t *testing.T, env map[string]string) (string, *syncBuffer) {
+func runWith(t *testing.T, env map[string]string) (string, *testlog.Buffer) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	out := &syncWriter{lines: make(chan string, 16)}
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	errc := make(chan error, 1)
 	go func() { errc <- run(ctx, []string{"sampled"}, func(k string) string { return env[k] }, out, logs) }()
 	t.Cleanup(func() {

@@ -20,6 +20,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/sampled/sampled/internal/runs/redis/redistest"
+	"github.com/sampled/sampled/internal/testlog"
 )
 
 func TestMain(m *testing.M) {
@@ -184,7 +185,7 @@ func TestRunWithOpenAICompatibleUpstream(t *testing.T) {
 		fmt.Fprint(w, `{"id":"chatcmpl-1","object":"chat.completion","created":1,"model":"qwen2.5","choices":[{"index":0,"message":{"role":"assistant","content":"hello from upstream"},"finish_reason":"stop"}],"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}`)
 	}))
 	defer up.Close()
-	var logs syncBuffer
+	var logs testlog.Buffer
 	ctx, cancel := context.WithCancel(context.Background())
 	out := &syncWriter{lines: make(chan string, 16)}
 	env := map[string]string{"SAMPLED_ADDR": "127.0.0.1:0", "SAMPLING_PROVIDER": "openai", "SAMPLING_ENDPOINT": up.URL + "/v1",
@@ -219,23 +220,6 @@ func TestRunWithOpenAICompatibleUpstream(t *testing.T) {
 			t.Errorf("log lacks %s:\n%s", want, logs.String())
 		}
 	}
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // TestClientGoneCancelsUpstream: when the HTTP client of sampled goes away,

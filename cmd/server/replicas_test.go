@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -13,7 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,36 +19,19 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/sampled/sampled/internal/runs/redis/redistest"
+	"github.com/sampled/sampled/internal/testlog"
 )
 
 // replicaWait bounds each wait of the replica tests: a guard against
 // hangs, not a performance bound.
 const replicaWait = 60 * time.Second
 
-// lockedBuffer is a buffer a process writes to while the test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // replica is one sampled process.
 type replica struct {
 	name string
 	url  string
 	cmd  *exec.Cmd
-	logs *lockedBuffer
+	logs *testlog.Buffer
 	done chan struct{} // closed once the process was waited for
 }
 
@@ -90,7 +71,7 @@ func startReplica(t *testing.T, name, bin, config, redisURL string) *replica {
 	cmd := exec.Command(bin)
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir(), "SAMPLED_ADDR=127.0.0.1:0",
 		"SAMPLED_CONFIG=" + config, "SAMPLED_REDIS_URL=" + redisURL, "SAMPLED_LOG_FORMAT=text"}
-	logs := &lockedBuffer{}
+	logs := &testlog.Buffer{}
 	cmd.Stderr = logs
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

@@ -1,7 +1,6 @@
 package access
 
 import (
-	"bytes"
 	"fmt"
 	"log/slog"
 	"net"
@@ -16,6 +15,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/sampled/sampled/internal/runs/redis/redistest"
+	"github.com/sampled/sampled/internal/testlog"
 )
 
 // prefixes numbers the key prefixes of the tests' limits.
@@ -262,24 +262,6 @@ func hangingRedis(t *testing.T) string {
 	return sock
 }
 
-// syncBuffer is a bytes.Buffer safe for a logger's concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestSharedLimitsFailOpen: with Redis refusing connections or never
 // answering, every check ends within its timeout and lets the request or
 // loop in, each counted, with one warning in the log.
@@ -296,7 +278,7 @@ func TestSharedLimitsFailOpen(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := goredis.NewClient(&goredis.Options{Network: "unix", Addr: tt.sock(t), ContextTimeoutEnabled: true})
 			t.Cleanup(func() { _ = c.Close() })
-			var logs syncBuffer
+			var logs testlog.Buffer
 			log := slog.New(slog.NewTextHandler(&logs, nil))
 			l := NewRedisLimits(c, RedisOptions{Timeout: timeout, Logger: log})
 			t.Cleanup(l.Close)

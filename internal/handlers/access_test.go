@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +18,7 @@ import (
 
 	"github.com/sampled/sampled/internal/access"
 	"github.com/sampled/sampled/internal/sampler"
+	"github.com/sampled/sampled/internal/testlog"
 	"github.com/sampled/sampled/internal/testwait"
 )
 
@@ -28,29 +28,11 @@ const (
 	keyBob   = "bob-key-93ab77"
 )
 
-// syncBuffer is a log sink that tests read while the server writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // accessStack is the whole service with API keys alice and bob, its log
 // captured.
 type accessStack struct {
 	*stack
-	log   *syncBuffer
+	log   *testlog.Buffer
 	guard *access.Guard
 }
 
@@ -63,7 +45,7 @@ func startAccessStack(t *testing.T, o access.Options, metricsNeedKey bool) *acce
 	if err != nil {
 		t.Fatal(err)
 	}
-	logs := &syncBuffer{}
+	logs := &testlog.Buffer{}
 	st := startStackWith(t, stackOptions{extra: []sampler.Provider{contractHang{}}, cfg: func(c *Config) {
 		c.Access, c.MetricsNeedKey = g, metricsNeedKey
 		c.Logger = slog.New(slog.NewJSONHandler(logs, nil))
