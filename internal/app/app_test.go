@@ -12,8 +12,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
-
-	"github.com/sampled/sampled/internal/config"
 )
 
 // TestMetricsOfASample checks that the assembled service records a
@@ -102,10 +100,7 @@ func BenchmarkSampleOpenAI(b *testing.B) {
 	}))
 	b.Cleanup(up.Close)
 	env := map[string]string{"SAMPLING_PROVIDER": "openai", "SAMPLING_ENDPOINT": up.URL + "/v1", "SAMPLING_MODEL": "gpt-4o-mini"}
-	cfg, err := config.Load(func(k string) string { return env[k] }, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
+	cfg := loadConfig(b, env, "")
 	a, err := New(context.Background(), Options{Config: cfg, Logger: slog.New(slog.NewJSONHandler(io.Discard, nil))})
 	if err != nil {
 		b.Fatal(err)

@@ -375,10 +375,7 @@ providers:
     models: [{name: m, fallbacks: [offline/default]}]
 `, callTimeout, faultRequestTimeout, headerTimeout, wr.typ, upURL, backedURL)
 	env := map[string]string{"SAMPLED_CONFIG": "faults.yaml", "FAULT_KEY": faultKey}
-	cfg, err := config.Load(func(k string) string { return env[k] }, func(string) ([]byte, error) { return []byte(yaml), nil })
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := loadConfig(t, env, yaml)
 	reg := prometheus.NewRegistry()
 	a, err := New(context.Background(), Options{Config: cfg, Registry: reg})
 	if err != nil {

@@ -19,7 +19,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/sampled/sampled/internal/config"
 	"github.com/sampled/sampled/internal/loop"
 	"github.com/sampled/sampled/internal/sampler"
 	"github.com/sampled/sampled/internal/testwait"
@@ -91,15 +90,7 @@ mcpServers:
   tshttp: {url: %q}
   everything: {command: %q, args: [%q, stdio]}
 `, node, weather, startHTTPPeer(t, node), node, everything)
-	pc, err := config.Load(func(k string) string {
-		if k == "SAMPLED_CONFIG" {
-			return "sampled.yaml"
-		}
-		return ""
-	}, func(string) ([]byte, error) { return []byte(yaml), nil })
-	if err != nil {
-		t.Fatal(err)
-	}
+	pc := loadConfig(t, map[string]string{"SAMPLED_CONFIG": "sampled.yaml"}, yaml)
 	reg := prometheus.NewRegistry()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()

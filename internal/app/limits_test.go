@@ -84,7 +84,6 @@ func TestLimitsSharedOverRedis(t *testing.T) {
 	}
 }
 
-
 // TestLimitsFailOpenWithoutRedis: with Redis unreachable, a key's
 // requests past its rate are served (GET /v1/models needs no run store),
 // each within the check's timeout, and counted as unchecked.
@@ -157,10 +156,7 @@ apiKeys:
     concurrentLoops: 1
 `, redistest.Socket(t), upstream.URL, name, access.HashKey(secret))
 	env := map[string]string{"SAMPLED_CONFIG": "limits.yaml", "UP_KEY": "sk-test"}
-	cfg, err := config.Load(func(k string) string { return env[k] }, func(string) ([]byte, error) { return []byte(yaml), nil })
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := loadConfig(t, env, yaml)
 	_, urlA, _ := serve(t, cfg)
 	_, urlB, _ := serve(t, cfg)
 	send := func(method, url, body string) (*http.Response, []byte) {

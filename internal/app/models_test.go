@@ -11,8 +11,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/sampled/sampled/internal/config"
 )
 
 // TestBareModelName checks that a request may name a model as its answers
@@ -91,10 +89,7 @@ providers:
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg, err := config.Load(func(k string) string { return tt.env[k] }, func(string) ([]byte, error) { return []byte(twoOllamas), nil })
-			if err != nil {
-				t.Fatal(err)
-			}
+			cfg := loadConfig(t, tt.env, twoOllamas)
 			a, err := New(context.Background(), Options{Config: cfg})
 			if err != nil {
 				t.Fatal(err)

@@ -178,15 +178,7 @@ func TestReadyzRequiredServer(t *testing.T) {
 	yaml := "mcpServers:\n" +
 		"  git: {command: " + missing + ", required: true}\n" +
 		"  fetch: {command: " + missing + "}\n"
-	cfg, err := config.Load(func(k string) string {
-		if k == "SAMPLED_CONFIG" {
-			return "sampled.yaml"
-		}
-		return ""
-	}, func(string) ([]byte, error) { return []byte(yaml), nil })
-	if err != nil {
-		t.Fatal(err)
-	}
+	cfg := loadConfig(t, map[string]string{"SAMPLED_CONFIG": "sampled.yaml"}, yaml)
 	url := readyzServer(t, cfg)
 	settled(t, url)
 

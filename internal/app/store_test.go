@@ -41,12 +41,14 @@ func serve(t *testing.T, cfg *config.Config) (*App, string, *prometheus.Registry
 
 func redisConfig(t *testing.T, url string) *config.Config {
 	t.Helper()
-	cfg, err := config.Load(func(k string) string {
-		if k == "SAMPLED_REDIS_URL" {
-			return url
-		}
-		return ""
-	}, nil)
+	return loadConfig(t, map[string]string{"SAMPLED_REDIS_URL": url}, "")
+}
+
+// loadConfig loads the configuration env makes, with yaml as the content
+// of the file SAMPLED_CONFIG names, whatever its name.
+func loadConfig(t testing.TB, env map[string]string, yaml string) *config.Config {
+	t.Helper()
+	cfg, err := config.Load(func(k string) string { return env[k] }, func(string) ([]byte, error) { return []byte(yaml), nil })
 	if err != nil {
 		t.Fatal(err)
 	}
