@@ -166,16 +166,7 @@ func TestTypeScriptTypesFitReadme(t *testing.T) {
 	node := nodeTool(t)
 	ctx, cancel := context.WithTimeout(t.Context(), generateTime)
 	defer cancel()
-	readme, err := os.ReadFile("../README.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	bodies := readmeBodies(string(readme))
-	for _, p := range readmeBodyPaths() {
-		if !slices.ContainsFunc(bodies, func(b readmeBody) bool { return b.path == p }) {
-			t.Errorf("README has no curl example with a body for POST %s", p)
-		}
-	}
+	bodies := readmeRequestBodies(t)
 	dir := t.TempDir()
 	run(t, ctx, nil, ".", node, filepath.Join(nodeModules, "openapi-typescript/bin/cli.js"),
 		"openapi.yaml", "-o", filepath.Join(dir, "api.d.ts"))
@@ -388,9 +379,10 @@ func TestReadmeBodies(t *testing.T) {
 	}
 }
 
-// TestReadmeBodiesFound keeps the extraction honest on the real README: it
-// finds the bodies the TypeScript check type-checks, and each is JSON.
-func TestReadmeBodiesFound(t *testing.T) {
+// readmeRequestBodies returns the request bodies of the README's curl
+// examples, failing t if a sampling route has none.
+func readmeRequestBodies(t *testing.T) []readmeBody {
+	t.Helper()
 	readme, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
@@ -401,6 +393,13 @@ func TestReadmeBodiesFound(t *testing.T) {
 			t.Errorf("README has no curl example with a body for POST %s", p)
 		}
 	}
+	return bodies
+}
+
+// TestReadmeBodiesFound keeps the extraction honest on the real README: it
+// finds the bodies the TypeScript check type-checks, and each is JSON.
+func TestReadmeBodiesFound(t *testing.T) {
+	bodies := readmeRequestBodies(t)
 	if _, err := readmeBodiesTS(bodies); err != nil {
 		t.Error(err)
 	}
