@@ -74,6 +74,11 @@ func TestSampleBadRequests(t *testing.T) {
 		{"retries on plain sample", `{"prompt":"a","retries":1}`, "/retries", 400},
 		{"tool name of the wrong type", `{"prompt":"a","tools":[` + tool + `,{"name":5,"inputSchema":{"type":"object"}}]}`, "/tools/1/name", 400},
 		{"maxTokens not an integer", `{"prompt":"a","maxTokens":1.5}`, "/maxTokens", 400},
+		{"two JSON values", `{"prompt":"a"} {"prompt":"b"}`, "/", 400},
+		// Members of nested objects that decode themselves are named from
+		// the body's root.
+		{"preference of the wrong type", `{"prompt":"a","modelPreferences":{"costPriority":"high"}}`, "/modelPreferences/costPriority", 400},
+		{"toolChoice member of the wrong type", `{"prompt":"a","tools":[` + tool + `],"toolChoice":{"mode":"auto","disableParallelToolUse":"yes"}}`, "/toolChoice/disableParallelToolUse", 400},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -92,6 +97,30 @@ func TestSampleBadRequests(t *testing.T) {
 				t.Errorf("error paths %v do not name %s (%v)", paths, tt.wantPath, out["detail"])
 			}
 		})
+	}
+}
+
+// TestBodyErrorDetails pins what a client reads of a body that cannot be
+// decoded: the path and a message in JSON's terms, never a Go type.
+func TestBodyErrorDetails(t *testing.T) {
+	s := startStack(t, 0)
+	for body, want := range map[string]string{
+		``:                                 `/: the body is empty; send a JSON object`,
+		" \n":                              `/: the body is empty; send a JSON object`,
+		`{"prompt":"a","maxTokens":"ten"}`: `/maxTokens: must be an integer, not string`,
+		`{"prompt":"a","maxTokens":1.5}`:   `/maxTokens: must be an integer, not number 1.5`,
+		`{"prompt":["a"]}`:                 `/prompt: must be a string, not array`,
+		`{"prompt":"a","max_tokens":5}`:    `/max_tokens: unknown member "max_tokens"`,
+		`{"prompt":"a"} {"prompt":"b"}`:    `/: the body holds more than one JSON value`,
+		`{"prompt":"a"}x`:                  `/: the body holds more than one JSON value`,
+		`{"prompt":"a",}`:                  `/: not valid JSON (at byte `, // the decoder's offset`
+		`[1]`:                              `/: must be an object, not array`,
+	} {
+		status, _, out := s.post(t, "/v1/sample", body)
+		detail, _ := out["detail"].(string)
+		if status != http.StatusBadRequest || !strings.HasPrefix(detail, want) || (detail != want && !strings.HasSuffix(want, "(at byte ")) {
+			t.Errorf("%q: %d %v, want 400 %q", body, status, out["detail"], want)
+		}
 	}
 }
 

@@ -20,6 +20,9 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	jsonv1 "github.com/go-json-experiment/json/v1"
 	"github.com/kaptinlin/jsonpointer"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -334,21 +337,36 @@ func (s *server) decodeBody(w http.ResponseWriter, r *http.Request, dst any, str
 	if d := sampler.JSONDepth(buf.Bytes()); d > maxBodyDepth {
 		return badJSON("/", fmt.Sprintf("the body nests %d levels deep; the limit is %d", d, maxBodyDepth))
 	}
+	body := buf.Bytes()
+	if len(bytes.TrimSpace(body)) == 0 {
+		return badJSON("/", "the body is empty; send a JSON object")
+	}
 	// Decoding copies what it keeps (strings, json.RawMessage): buf can be
 	// reused once it is done.
-	dec := json.NewDecoder(bytes.NewReader(buf.Bytes()))
+	opts := bodyOptions
 	if strict {
 		// Nested MCP objects decode themselves and stay open.
-		dec.DisallowUnknownFields()
+		opts = strictBodyOptions
 	}
-	if err := dec.Decode(dst); err != nil {
+	if err := jsonv2.Unmarshal(body, dst, opts); err != nil {
+		var syn *jsontext.SyntacticError
+		if errors.As(err, &syn) && syn.ByteOffset > 0 && jsontext.Value(body[:syn.ByteOffset]).IsValid(bodyOptions) {
+			return badJSON("/", "the body holds more than one JSON value")
+		}
 		return jsonError("", err)
-	}
-	if dec.More() {
-		return badJSON("/", "the body holds more than one JSON value")
 	}
 	return nil
 }
+
+// bodyOptions decode a request body with encoding/json's semantics (names
+// matched without regard to case, duplicate names and invalid UTF-8
+// accepted, ...) in the JSON v2 decoder's one pass, its errors carrying
+// the JSON Pointer of what failed; strictBodyOptions also refuse unknown
+// members.
+var (
+	bodyOptions       = jsonv2.JoinOptions(jsonv1.DefaultOptionsV1(), jsonv1.ReportErrorsWithLegacySemantics(false))
+	strictBodyOptions = jsonv2.JoinOptions(bodyOptions, jsonv2.RejectUnknownMembers(true))
+)
 
 // decodeItems decodes each element of a JSON array member on its own, so
 // that errors name the element: /tools/2/name.
@@ -375,32 +393,72 @@ func badJSON(path, msg string) error {
 }
 
 // jsonError turns a decoding error into a 400 naming the path; base is
-// the JSON Pointer of the value that was decoded.
+// the JSON Pointer of the value that was decoded. It reads the errors of
+// both decoders: encoding/json's (which name a Go field path) and the v2
+// decoder's (which name the JSON Pointer of the value that failed, and
+// wrap what a type's own UnmarshalJSON returned).
 func jsonError(base string, err error) error {
 	var (
-		syn *json.SyntaxError
+		sem *jsonv2.SemanticError
+		syn *jsontext.SyntacticError
+		v1s *json.SyntaxError
 		typ *json.UnmarshalTypeError
 		pe  *sampler.PathError
 		inv *sampler.InvalidError
 	)
+	if errors.As(err, &sem) {
+		base += string(sem.JSONPointer)
+	}
 	switch {
 	case errors.As(err, &inv):
 		return inv
-	case errors.As(err, &syn):
-		return badJSON(orRoot(base), fmt.Sprintf("not valid JSON (at byte %d)", syn.Offset))
-	case errors.As(err, &typ):
-		return badJSON(orRoot(base+dotsToPointer(typ.Field)), fmt.Sprintf("must be %s, not %s", jsonKind(typ.Type.Kind().String()), typ.Value))
 	case errors.As(err, &pe):
 		return badJSON(orRoot(base+pe.Path), pe.Message)
+	case errors.As(err, &typ):
+		return badJSON(orRoot(base+dotsToPointer(typ.Field)), fmt.Sprintf("must be %s, not %s", jsonKind(typ.Type.Kind().String()), typ.Value))
+	case sem != nil && errors.Is(sem.Err, jsonv2.ErrUnknownName):
+		name := sem.JSONPointer.LastToken()
+		return badJSON(orRoot(base), fmt.Sprintf("unknown member %q", name))
+	case sem != nil && sem.GoType != nil && sem.JSONKind != 0:
+		return badJSON(orRoot(base), fmt.Sprintf("must be %s, not %s", jsonKind(sem.GoType.Kind().String()), kindOf(sem)))
+	case errors.As(err, &syn):
+		return badJSON(orRoot(base), fmt.Sprintf("not valid JSON (at byte %d)", syn.ByteOffset))
+	case errors.As(err, &v1s):
+		return badJSON(orRoot(base), fmt.Sprintf("not valid JSON (at byte %d)", v1s.Offset))
 	case errors.Is(err, io.EOF):
 		return badJSON("/", "the body is empty; send a JSON object")
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		// encoding/json has no error type for this one.
 		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
 		return badJSON(base+"/"+jsonpointer.EscapeToken(name), fmt.Sprintf("unknown member %q", name))
+	case sem != nil && sem.Err != nil:
+		return badJSON(orRoot(base), sem.Err.Error())
 	default:
 		return badJSON(orRoot(base), err.Error())
 	}
+}
+
+// kindOf names the JSON value a v2 semantic error could not decode, as
+// encoding/json's UnmarshalTypeError does: "string", "number 1.5", ...
+func kindOf(sem *jsonv2.SemanticError) string {
+	switch sem.JSONKind {
+	case '"':
+		return "string"
+	case '0':
+		if len(sem.JSONValue) > 0 {
+			return "number " + string(sem.JSONValue)
+		}
+		return "number"
+	case 't', 'f':
+		return "bool"
+	case '[':
+		return "array"
+	case '{':
+		return "object"
+	case 'n':
+		return "null"
+	}
+	return sem.JSONKind.String()
 }
 
 func orRoot(p string) string {
