@@ -188,12 +188,14 @@ func (s *server) serveSample(w http.ResponseWriter, r *http.Request, endpoint st
 		return
 	}
 	res, err := run(r.Context(), p)
-	s.sampled(r.Context(), endpoint, p, res, err)
+	// The answer is sent first (writeBody flushes it); counting and the
+	// log line's attributes come after.
 	if err != nil {
 		s.writeError(w, r, err)
-		return
+	} else {
+		s.writeJSON(w, http.StatusOK, newResultBody(res))
 	}
-	s.writeJSON(w, http.StatusOK, newResultBody(res))
+	s.sampled(r.Context(), endpoint, p, res, err)
 }
 
 func (s *server) handleSample(w http.ResponseWriter, r *http.Request) {

@@ -310,7 +310,7 @@ const maxBodyDepth = sampler.MaxSchemaDepth + 16
 // strict set, unknown top-level members are errors; nested MCP objects stay
 // open, as MCP leaves them.
 func (s *server) decodeBody(w http.ResponseWriter, r *http.Request, dst any, strict bool) error {
-	if ct := r.Header.Get("Content-Type"); ct != "" {
+	if ct := r.Header.Get("Content-Type"); ct != "" && ct != "application/json" {
 		mt, _, err := mime.ParseMediaType(ct)
 		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
 			return &bodyError{status: http.StatusUnsupportedMediaType, slug: "unsupported-media-type",
@@ -503,8 +503,9 @@ var (
 	problemMediaType = []string{"application/problem+json"}
 )
 
-// writeBody writes v as JSON with its Content-Length, so that the response
-// is complete once written and instrument can send it before it logs.
+// writeBody writes v as JSON with its Content-Length and sends it: the
+// response is complete, and what the handler and instrument do after it
+// (counting, logging) is off the client's path.
 func writeBody(w http.ResponseWriter, status int, contentType []string, v any) {
 	buf := bodyBuffers.Get().(*bytes.Buffer)
 	defer func() {
@@ -524,6 +525,7 @@ func writeBody(w http.ResponseWriter, status int, contentType []string, v any) {
 	h["Content-Length"] = []string{strconv.Itoa(buf.Len())}
 	w.WriteHeader(status)
 	_, _ = w.Write(buf.Bytes())
+	_ = http.NewResponseController(w).Flush()
 }
 
 // jsonAppender is a body that appends its own JSON (resultBody, on the
