@@ -70,6 +70,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		"with -side, of each gateway in an extra throughput phase per mode, to this name with -floor-plain etc. inserted")
 	side := fs.Bool("side", false, "measure sampled side by side with the floor gateway, each in its own process")
 	rounds := fs.Int("rounds", 3, "alternating rounds of the side-by-side measurement")
+	pairs := fs.Int("pairs", 0, "with -side: measure only c=1 latency in plain mode, in this many alternating rounds, beside a second floor as the control")
 	inflight := fs.Int("inflight", 1000, "requests held in flight for the side-by-side memory measurement")
 	upstreamDelay := fs.Duration("upstream-delay", 2*time.Second, "how long the upstream holds them")
 	attributeIn := fs.Bool("attribute", false, "read `go tool pprof -traces` output on stdin and attribute its samples to the buckets of the side-by-side analysis")
@@ -83,6 +84,12 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	if *attributeIn {
 		return runAttribute(os.Stdin, *perRequest, stdout)
+	}
+	if *side && *pairs > 0 {
+		if *n < 1 {
+			return errors.New("-pairs needs -n positive")
+		}
+		return runPairs(ctx, pairsOptions{pairs: *pairs, n: *n}, stdout)
 	}
 	if *side {
 		if *rounds < 1 || *n < 1 || *c < 1 || *d <= 0 || *inflight < 1 {

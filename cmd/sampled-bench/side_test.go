@@ -349,3 +349,27 @@ func TestMedian(t *testing.T) {
 		}
 	}
 }
+
+// TestPairs runs the c=1 pairs, small, and checks that each side gets its
+// row with a latency and, beside the floor, a difference. It asserts no
+// timing.
+func TestPairs(t *testing.T) {
+	var out bytes.Buffer
+	if err := runPairs(t.Context(), pairsOptions{pairs: 3, n: 20}, &out); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	t.Log(out.String())
+	rows := map[string]int{}
+	for line := range strings.Lines(out.String()) {
+		for _, side := range []string{"floor (control)", "sampled", "floor"} {
+			if strings.HasPrefix(strings.TrimSpace(line), side) {
+				rows[side] = strings.Count(line, "µs")
+				break
+			}
+		}
+	}
+	want := map[string]int{"floor": 1, "floor (control)": 3, "sampled": 3}
+	if diff := cmp.Diff(want, rows); diff != "" {
+		t.Errorf("rows (side -> values in µs) (-want +got):\n%s", diff)
+	}
+}

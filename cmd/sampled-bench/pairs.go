@@ -1,0 +1,89 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+)
+
+// pairsOptions configure the c=1 latency pairs: plain mode only, the
+// latency measurement of the side-by-side run repeated many times.
+type pairsOptions struct {
+	pairs int // alternating rounds
+	n     int // requests per measurement
+}
+
+// runPairs measures c=1 p50 latency of the floor, of a second floor
+// process and of sampled, in pairs alternating their order, each in its
+// own process as in runSide. The second floor is the control: its
+// difference to the first is what the machine alone makes of two
+// identical gateways, the precision a difference here can be read to.
+// A side-by-side run has three latency rounds; this has as many as asked
+// (a multiple of six balances the order), so that the median of the
+// differences settles.
+func runPairs(ctx context.Context, o pairsOptions, stdout io.Writer) error {
+	modes, err := sideModes()
+	if err != nil {
+		return err
+	}
+	plain := modes[0]
+	fake, err := startChild(ctx, subFake)
+	if err != nil {
+		return err
+	}
+	defer fake.stop()
+	const floor2 = "floor (control)"
+	sides := []string{sideFloor, floor2, sideSampled}
+	urls := map[string]string{}
+	for _, side := range sides {
+		sub := subFloor
+		if side == sideSampled {
+			sub = subSampled
+		}
+		g, err := startChild(ctx, sub, "-upstream", fake.url)
+		if err != nil {
+			return err
+		}
+		defer g.stop()
+		urls[side] = g.url + "/v1/sample"
+	}
+	fmt.Fprintf(stdout, "c=1 pairs: %d alternating rounds of %d plain requests through the floor, a second floor and sampled\n", o.pairs, o.n)
+	for _, side := range sides {
+		if _, err := runClient(ctx, urls[side], plain.body, 1, max(o.n/4, 1), 0); err != nil {
+			return fmt.Errorf("warm-up %s: %w", side, err)
+		}
+	}
+	p50 := map[string][]float64{}
+	for r := range o.pairs {
+		// Every side takes every place in the order equally often over six
+		// rounds: the place a measurement takes moves its latency by a few
+		// µs.
+		order := append(slices.Clone(sides[r%3:]), sides[:r%3]...)
+		if (r/3)%2 == 1 {
+			slices.Reverse(order)
+		}
+		for _, side := range order {
+			res, err := runClient(ctx, urls[side], plain.body, 1, o.n, 0)
+			if err != nil {
+				return fmt.Errorf("%s c=1: %w", side, err)
+			}
+			p50[side] = append(p50[side], float64(res.P50Ns)/1e3)
+		}
+	}
+	diffs := func(side string) []float64 {
+		d := make([]float64, o.pairs)
+		for i := range d {
+			d[i] = p50[side][i] - p50[sideFloor][i]
+		}
+		return d
+	}
+	fmt.Fprintf(stdout, "%17s  %8s  %14s  %s\n", "side", "c=1 p50", "minus floor", "middle half of the rounds' differences")
+	fmt.Fprintf(stdout, "%17s  %6.0fµs\n", sideFloor, median(p50[sideFloor]))
+	for _, side := range sides[1:] {
+		d := diffs(side)
+		s := slices.Sorted(slices.Values(d))
+		fmt.Fprintf(stdout, "%17s  %6.0fµs  %+12.1fµs  %+.0f to %+.0f µs\n", side, median(p50[side]), median(d), s[len(s)/4], s[(3*len(s))/4])
+	}
+	return nil
+}
