@@ -665,6 +665,9 @@ func (u Usage) Add(v Usage) Usage {
 
 // TextOf joins the text blocks of content with newlines.
 func TextOf(content []Content) string {
+	if len(content) == 1 && content[0].Type == BlockText {
+		return content[0].Text // the common answer: no copy
+	}
 	var buf bytes.Buffer
 	for _, c := range content {
 		if c.Type == BlockText {

@@ -73,3 +73,25 @@ func TestAppendJSONRaw(t *testing.T) {
 		}
 	}
 }
+
+// TestTextOf pins the text of an answer: its text blocks joined with
+// newlines, other blocks left out.
+func TestTextOf(t *testing.T) {
+	text := func(s string) Content { return Content{Type: BlockText, Text: s} }
+	call := Content{Type: BlockToolUse, ID: "c1", Name: "f", Input: []byte(`{}`)}
+	for _, tt := range []struct {
+		content []Content
+		want    string
+	}{
+		{nil, ""},
+		{[]Content{text("Paris")}, "Paris"},
+		{[]Content{text("a"), text("b")}, "a\nb"},
+		{[]Content{call}, ""},
+		{[]Content{call, text("after the call")}, "after the call"},
+		{[]Content{text("a"), call, text("b")}, "a\nb"},
+	} {
+		if got := TextOf(tt.content); got != tt.want {
+			t.Errorf("TextOf(%v) = %q, want %q", tt.content, got, tt.want)
+		}
+	}
+}
