@@ -115,6 +115,8 @@ func TestBodyErrorDetails(t *testing.T) {
 		`{"prompt":"a"}x`:                  `/: the body holds more than one JSON value`,
 		`{"prompt":"a",}`:                  `/: not valid JSON (at byte `, // the decoder's offset`
 		`[1]`:                              `/: must be an object, not array`,
+		// A member that decodes itself says what it takes.
+		`{"prompt":"a","toolChoice":5}`: `/toolChoice: toolChoice must be a string or an object with mode`,
 	} {
 		status, _, out := s.post(t, "/v1/sample", body)
 		detail, _ := out["detail"].(string)
