@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -452,5 +453,22 @@ func TestSmallSchemaHugeAnswer(t *testing.T) {
 	status, _, out := s.post(t, "/v1/sample", `{"prompt":"x","schema":`+schema+`}`)
 	if status != http.StatusBadRequest || !contains(errorPaths(out), "/schema") {
 		t.Fatalf("status %d: %.300v", status, out)
+	}
+}
+
+// TestDecodedBodyOwnsItsBytes checks what decodeBody's pooled buffer relies
+// on: the decoded body keeps copies (strings, raw members), never slices of
+// the bytes it was decoded from, which the next request overwrites.
+func TestDecodedBodyOwnsItsBytes(t *testing.T) {
+	b := []byte(`{"messages":[{"role":"user"}],"schema":{"type":"object"},"prompt":"hi"}`)
+	var v sampleBody
+	if err := jsonv2.Unmarshal(b, &v, strictBodyOptions); err != nil {
+		t.Fatal(err)
+	}
+	for i := range b {
+		b[i] = 'x'
+	}
+	if len(v.Messages) != 1 || string(v.Messages[0]) != `{"role":"user"}` || string(v.Schema) != `{"type":"object"}` || v.Prompt == nil || *v.Prompt != "hi" {
+		t.Errorf("the decoded body changed with the bytes it came from: %s %s %v", v.Messages, v.Schema, v.Prompt)
 	}
 }
