@@ -3,11 +3,11 @@ package mcpserver_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -38,12 +38,9 @@ func (s *sampled) loopSnapshot(t *testing.T, id string) map[string]any {
 // /v1/loops/{runId}.
 func TestDelegateRunsALoop(t *testing.T) {
 	s := start(t, map[string]string{}, "")
-	var mu sync.Mutex
-	var progress []*mcp.ProgressNotificationParams
+	progress := make(chan *mcp.ProgressNotificationParams, 16) // more than maxIterations
 	cs := connect(t, s.url, &mcp.ClientOptions{ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
-		mu.Lock()
-		progress = append(progress, r.Params)
-		mu.Unlock()
+		progress <- r.Params
 	}})
 	params := &mcp.CallToolParams{Name: "agent_delegate", Arguments: map[string]any{"goal": "calculate 6*7", "allowedTools": []string{"std__calc*"}}}
 	params.SetProgressToken(7)
@@ -70,15 +67,19 @@ func TestDelegateRunsALoop(t *testing.T) {
 	if snap["status"] != "completed" || string(tools) != `["std__calculate"]` || int(snap["iterations"].(float64)) != iterations || snap["maxIterations"] != 5.0 {
 		t.Errorf("run %v, want completed with the allowed tool alone, %d iterations of at most 5", snap, iterations)
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(progress) != iterations {
-		t.Fatalf("%d progress notifications for %d iterations", len(progress), iterations)
-	}
-	for i, p := range progress {
+	// The server sends each notification before the result, but the client
+	// hands notifications to their handler from a queue of its own, in
+	// order, so the last ones can reach it after CallTool has returned.
+	for i := range iterations {
+		p := testwait.Recv(t, progress, fmt.Sprintf("progress notification %d of %d", i+1, iterations))
 		if p.Progress != float64(i+1) || p.Total != 5 || !strings.HasPrefix(p.Message, "iteration ") {
 			t.Errorf("progress %d: %+v", i, p)
 		}
+	}
+	select {
+	case p := <-progress:
+		t.Errorf("more progress notifications than the %d iterations: %+v", iterations, p)
+	default:
 	}
 }
 

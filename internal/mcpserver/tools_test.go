@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sampled/sampled/internal/testwait"
 )
 
 var agentTools = []string{"agent_analyze", "agent_classify", "agent_compare", "agent_decide", "agent_delegate", "agent_extract", "agent_generate", "agent_summarize", "sample"}
@@ -190,7 +192,7 @@ func TestServiceRetriesReportProgress(t *testing.T) {
 	if out["choice"] != "tea" && out["choice"] != "coffee" {
 		t.Errorf("choice %v", out["choice"])
 	}
-	p := <-progress // sent before the result
+	p := testwait.Recv(t, progress, "the retry's progress notification") // sent before the result, handled after it may have arrived
 	if p.ProgressToken != "p1" || p.Progress != 1 || !strings.Contains(p.Message, "failed validation") {
 		t.Errorf("progress %+v, want token p1, progress 1 and a message about the retry", p)
 	}
