@@ -147,10 +147,18 @@ func addLog(ctx context.Context, attrs ...slog.Attr) {
 	}
 }
 
+// requestIDHeader is X-Request-ID in net/http's canonical form: the map is
+// read and written with it directly, as Get and Set would canonicalize
+// (and allocate) the spelling with "ID" on every request.
+const requestIDHeader = "X-Request-Id"
+
 // newRequestID takes a well-formed X-Request-ID from the client or makes
 // one.
 func newRequestID(r *http.Request) string {
-	id := r.Header.Get("X-Request-ID")
+	var id string
+	if v := r.Header[requestIDHeader]; len(v) > 0 {
+		id = v[0]
+	}
 	if id == "" || len(id) > 128 || strings.ContainsFunc(id, func(c rune) bool { return c < 0x21 || c > 0x7e }) {
 		var b [8]byte
 		_, _ = rand.Read(b[:])
@@ -202,7 +210,7 @@ func (s *server) instrument(next http.Handler) http.Handler {
 		start := time.Now()
 		ri := &reqInfo{id: newRequestID(r), sw: statusWriter{ResponseWriter: w}}
 		ri.attrs = ri.buf[:0]
-		w.Header().Set("X-Request-ID", ri.id)
+		w.Header()[requestIDHeader] = []string{ri.id}
 		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, ri))
 		next.ServeHTTP(&ri.sw, r)
 		if ri.sw.Header().Get("Content-Length") != "" {
