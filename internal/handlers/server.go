@@ -212,12 +212,9 @@ func (s *server) instrument(next http.Handler) http.Handler {
 		ri.attrs = ri.buf[:0]
 		w.Header()[requestIDHeader] = []string{ri.id}
 		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, ri))
+		// A complete answer (writeBody's) has been sent already: what
+		// follows is off the client's path.
 		next.ServeHTTP(&ri.sw, r)
-		if ri.sw.Header().Get("Content-Length") != "" {
-			// The response is complete: send it before counting and
-			// logging it.
-			_ = http.NewResponseController(w).Flush()
-		}
 		route := chi.RouteContext(r.Context()).RoutePattern()
 		if route == "" {
 			route = "unmatched"
