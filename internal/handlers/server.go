@@ -14,7 +14,6 @@ import (
 	"log/slog"
 	"mime"
 	"net/http"
-	"reflect"
 	"strconv"
 	"strings"
 	"sync"
@@ -425,9 +424,6 @@ func jsonError(base string, err error) error {
 	case sem != nil && errors.Is(sem.Err, jsonv2.ErrUnknownName):
 		name := sem.JSONPointer.LastToken()
 		return badJSON(orRoot(base), fmt.Sprintf("unknown member %q", name))
-	case sem != nil && sem.Err != nil && decodesItself(sem.GoType):
-		// What the type's own UnmarshalJSON said, at the value's path.
-		return badJSON(orRoot(base), sem.Err.Error())
 	case sem != nil && sem.GoType != nil && sem.JSONKind != 0:
 		return badJSON(orRoot(base), fmt.Sprintf("must be %s, not %s", jsonKind(sem.GoType.Kind().String()), kindOf(sem)))
 	case errors.As(err, &syn):
@@ -445,13 +441,6 @@ func jsonError(base string, err error) error {
 	default:
 		return badJSON(orRoot(base), err.Error())
 	}
-}
-
-// decodesItself reports whether values of t decode with their own
-// UnmarshalJSON, whose errors say more than the decoder's.
-func decodesItself(t reflect.Type) bool {
-	u := reflect.TypeFor[json.Unmarshaler]()
-	return t != nil && (t.Implements(u) || reflect.PointerTo(t).Implements(u))
 }
 
 // kindOf names the JSON value a v2 semantic error could not decode, as

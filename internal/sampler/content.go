@@ -536,7 +536,12 @@ type PathError struct {
 	Message string
 }
 
-func (e *PathError) Error() string { return e.Path + ": " + e.Message }
+func (e *PathError) Error() string {
+	if e.Path == "" {
+		return e.Message // about the value itself; its holder knows where it is
+	}
+	return e.Path + ": " + e.Message
+}
 
 // encodeBlocks writes one bare block when single is set and there is exactly
 // one block, else an array.
@@ -602,7 +607,7 @@ func (tc *ToolChoice) UnmarshalJSON(b []byte) error {
 		if errors.As(err, &typ) && typ.Field != "" {
 			return &PathError{Path: "/" + typ.Field, Message: fmt.Sprintf("%s must be %s", typ.Field, expectedKind(typ))}
 		}
-		return fmt.Errorf("toolChoice must be a string or an object with mode")
+		return &PathError{Message: "toolChoice must be a string or an object with mode"}
 	}
 	*tc = ToolChoice{Mode: w.Mode, Name: w.Name}
 	for _, v := range []*bool{w.DisableParallelToolUse, w.DraftDisableParallel} {

@@ -231,3 +231,15 @@ func TestCreateMessageParamsExtensions(t *testing.T) {
 		}
 	}
 }
+
+// TestToolChoiceNotAnObject: a toolChoice that is neither a string nor an
+// object is a PathError about the value itself, which its holder places
+// (/toolChoice in a body), and whose text is the message alone.
+func TestToolChoiceNotAnObject(t *testing.T) {
+	var tc ToolChoice
+	err := json.Unmarshal([]byte(`5`), &tc)
+	var pe *PathError
+	if !errors.As(err, &pe) || pe.Path != "" || err.Error() != "toolChoice must be a string or an object with mode" {
+		t.Errorf("error %v (%T), want a PathError about the value itself", err, err)
+	}
+}
