@@ -22,7 +22,6 @@ import (
 	"github.com/go-chi/chi/v5"
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
-	jsonv1 "github.com/go-json-experiment/json/v1"
 	"github.com/kaptinlin/jsonpointer"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -348,14 +347,14 @@ func (s *server) decodeBody(w http.ResponseWriter, r *http.Request, dst any, str
 	}
 	// Decoding copies what it keeps (strings, json.RawMessage): buf can be
 	// reused once it is done.
-	opts := bodyOptions
+	opts := sampler.V1Options
 	if strict {
 		// Nested MCP objects decode themselves and stay open.
 		opts = strictBodyOptions
 	}
 	if err := jsonv2.Unmarshal(body, dst, opts); err != nil {
 		var syn *jsontext.SyntacticError
-		if errors.As(err, &syn) && syn.ByteOffset > 0 && jsontext.Value(body[:syn.ByteOffset]).IsValid(bodyOptions) {
+		if errors.As(err, &syn) && syn.ByteOffset > 0 && jsontext.Value(body[:syn.ByteOffset]).IsValid(sampler.V1Options) {
 			return badJSON("/", "the body holds more than one JSON value")
 		}
 		return jsonError("", err)
@@ -363,15 +362,9 @@ func (s *server) decodeBody(w http.ResponseWriter, r *http.Request, dst any, str
 	return nil
 }
 
-// bodyOptions decode a request body with encoding/json's semantics (names
-// matched without regard to case, duplicate names and invalid UTF-8
-// accepted, ...) in the JSON v2 decoder's one pass, its errors carrying
-// the JSON Pointer of what failed; strictBodyOptions also refuse unknown
-// members.
-var (
-	bodyOptions       = jsonv2.JoinOptions(jsonv1.DefaultOptionsV1(), jsonv1.ReportErrorsWithLegacySemantics(false))
-	strictBodyOptions = jsonv2.JoinOptions(bodyOptions, jsonv2.RejectUnknownMembers(true))
-)
+// strictBodyOptions read a body as sampler.V1Options do and refuse
+// unknown members, as json.Decoder.DisallowUnknownFields did.
+var strictBodyOptions = jsonv2.JoinOptions(sampler.V1Options, jsonv2.RejectUnknownMembers(true))
 
 // decodeItems decodes each element of a JSON array member on its own, so
 // that errors name the element: /tools/2/name.

@@ -89,11 +89,12 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// replyOptions make the JSON v2 decoder read a reply with encoding/json's
+// V1Options make the JSON v2 decoder read JSON with encoding/json's
 // semantics (names matched without regard to case, duplicate names and
-// invalid UTF-8 accepted, null leaving a value as it is, ...), its errors
-// in the v2 form, which carry the JSON Pointer of what failed.
-var replyOptions = jsonv2.JoinOptions(jsonv1.DefaultOptionsV1(), jsonv1.ReportErrorsWithLegacySemantics(false))
+// invalid UTF-8 accepted, null leaving a value as it is, ...) in one pass,
+// its errors in the v2 form, which carry the JSON Pointer of what failed.
+// Provider replies (DecodeReply) and request bodies are read with them.
+var V1Options = jsonv2.JoinOptions(jsonv1.DefaultOptionsV1(), jsonv1.ReportErrorsWithLegacySemantics(false))
 
 // DecodeReply decodes the body of a provider's reply into v as
 // json.Unmarshal would, in one pass instead of encoding/json's two (a
@@ -101,7 +102,7 @@ var replyOptions = jsonv2.JoinOptions(jsonv1.DefaultOptionsV1(), jsonv1.ReportEr
 // Its errors name the byte or the JSON Pointer of what could not be read,
 // never a Go type.
 func DecodeReply(data []byte, v any) error {
-	err := jsonv2.Unmarshal(data, v, replyOptions)
+	err := jsonv2.Unmarshal(data, v, V1Options)
 	if err == nil {
 		return nil
 	}
