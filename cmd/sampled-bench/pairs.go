@@ -37,11 +37,7 @@ func runPairs(ctx context.Context, o pairsOptions, stdout io.Writer) error {
 	sides := []string{sideFloor, floor2, sideSampled}
 	urls := map[string]string{}
 	for _, side := range sides {
-		sub := subFloor
-		if side == sideSampled {
-			sub = subSampled
-		}
-		g, err := startChild(ctx, sub, "-upstream", fake.url)
+		g, err := startGateway(ctx, side, fake.url) // the control is a floor
 		if err != nil {
 			return err
 		}
