@@ -154,15 +154,16 @@ func (p Upstream) Do(ctx context.Context, fn func(ctx context.Context) error) er
 		if p.OnRetry != nil {
 			p.OnRetry(err, attempt, delay)
 		}
-		if cerr := wait(ctx, delay); cerr != nil {
+		if cerr := Sleep(ctx, delay); cerr != nil {
 			return interrupted(cerr, attempt, err)
 		}
 	}
 }
 
-// wait blocks for d or until ctx ends, whichever is first, and returns
-// ctx.Err() if ctx ended.
-func wait(ctx context.Context, d time.Duration) error {
+// Sleep blocks for d or until ctx ends, whichever is first, and returns
+// ctx.Err() if ctx ended: the wait between two tries, for every retry
+// loop of the service.
+func Sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}

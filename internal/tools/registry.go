@@ -302,14 +302,7 @@ func (r *Registry) supervise(ctx context.Context, s *server, c *conn) {
 // wait waits out the backoff after attempt failures; it reports false if
 // ctx ended first.
 func (r *Registry) wait(ctx context.Context, attempt int) bool {
-	t := time.NewTimer(r.backoff.Delay(attempt, nil))
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
-	}
+	return retry.Sleep(ctx, r.backoff.Delay(attempt, nil)) == nil
 }
 
 // serve waits for the session of c to end, re-listing tools and checking

@@ -7,6 +7,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/sampled/sampled/internal/retry"
 	"github.com/sampled/sampled/internal/runs"
 )
 
@@ -106,7 +107,7 @@ func (s *Store) runFeed(feed *goredis.PubSub) {
 			}
 			s.observe("receive_cancel", 0, err)
 			backoff = nextBackoff(backoff)
-			if !sleep(s.ctx, backoff) {
+			if retry.Sleep(s.ctx, backoff) != nil {
 				return
 			}
 			continue

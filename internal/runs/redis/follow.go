@@ -12,6 +12,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/sampled/sampled/internal/retry"
 	"github.com/sampled/sampled/internal/runs"
 )
 
@@ -209,7 +210,7 @@ func (s *Store) follow(f *follower) {
 		if !s.keepFollowing(f) {
 			return
 		}
-		if backoff > 0 && !sleep(s.ctx, backoff) {
+		if backoff > 0 && retry.Sleep(s.ctx, backoff) != nil {
 			return
 		}
 		f.mu.Lock()

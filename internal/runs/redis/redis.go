@@ -58,6 +58,7 @@ import (
 
 	goredis "github.com/redis/go-redis/v9"
 
+	"github.com/sampled/sampled/internal/retry"
 	"github.com/sampled/sampled/internal/runs"
 )
 
@@ -542,7 +543,7 @@ func (s *Store) append(ctx context.Context, id, name string, data, snapshot json
 	}
 	op := s.token[:8] + "." + strconv.FormatInt(s.ops.Add(1), 36)
 	deadline := time.Now().Add(s.retry)
-	retry, backoff := "0", time.Duration(0)
+	retried, backoff := "0", time.Duration(0)
 	for {
 		now := s.now()
 		var n int64
@@ -550,7 +551,7 @@ func (s *Store) append(ctx context.Context, id, name string, data, snapshot json
 			var err error
 			n, err = appendScript.Run(ctx, s.c, []string{s.metaKey(id), s.eventsKey(id), s.leaseKey(id), s.runningKey()},
 				now.UnixMilli(), name, hasData, d, term, hasSnap, snap,
-				s.maxEvents, now.Add(s.ttl).UnixMilli(), s.ttl.Milliseconds(), id, op, retry).Int64()
+				s.maxEvents, now.Add(s.ttl).UnixMilli(), s.ttl.Milliseconds(), id, op, retried).Int64()
 			return err
 		})
 		if err == nil {
@@ -571,22 +572,10 @@ func (s *Store) append(ctx context.Context, id, name string, data, snapshot json
 			}
 			return runs.Event{}, err
 		}
-		retry = "1"
-		if !sleep(ctx, backoff) {
+		retried = "1"
+		if retry.Sleep(ctx, backoff) != nil {
 			return runs.Event{}, errors.Join(err, ctx.Err())
 		}
-	}
-}
-
-// sleep waits d, or until ctx ends; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-t.C:
-		return true
 	}
 }
 
