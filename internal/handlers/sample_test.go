@@ -116,6 +116,7 @@ func TestBodyErrorDetails(t *testing.T) {
 		`{"prompt":"a"}x`:                  `/: the body holds more than one JSON value`,
 		`{"prompt":"a",}`:                  `/: not valid JSON (at byte `, // the decoder's offset`
 		`[1]`:                              `/: must be an object, not array`,
+		`{"prompt":"a","tools":[{"name":5,"inputSchema":{"type":"object"}}]}`: `/tools/0/name: must be a string, not number`,
 		// A member that decodes itself says what it takes.
 		`{"prompt":"a","toolChoice":5}`: `/toolChoice: toolChoice must be a string or an object with mode`,
 	} {

@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"mime"
 	"net/http"
@@ -22,7 +21,6 @@ import (
 	"github.com/go-chi/chi/v5"
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
-	"github.com/kaptinlin/jsonpointer"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
@@ -375,7 +373,7 @@ func decodeItems[T any](member string, raw []json.RawMessage) ([]T, []sampler.Fi
 	out := make([]T, len(raw))
 	var errs []sampler.FieldError
 	for i, item := range raw {
-		if err := json.Unmarshal(item, &out[i]); err != nil {
+		if err := jsonv2.Unmarshal(item, &out[i], sampler.V1Options); err != nil {
 			var be *bodyError
 			if errors.As(jsonError(fmt.Sprintf("/%s/%d", member, i), err), &be) {
 				errs = append(errs, be.errors...)
@@ -390,16 +388,15 @@ func badJSON(path, msg string) error {
 		detail: path + ": " + msg, errors: []sampler.FieldError{{Path: path, Message: msg}}}
 }
 
-// jsonError turns a decoding error into a 400 naming the path; base is
-// the JSON Pointer of the value that was decoded. It reads the errors of
-// both decoders: encoding/json's (which name a Go field path) and the v2
-// decoder's (which name the JSON Pointer of the value that failed, and
-// wrap what a type's own UnmarshalJSON returned).
+// jsonError turns an error of the v2 decoder into a 400 naming the path;
+// base is the JSON Pointer of the value that was decoded. The decoder's
+// errors carry the JSON Pointer of the value that failed and wrap what a
+// type's own UnmarshalJSON returned: a PathError, an InvalidError, or
+// encoding/json's UnmarshalTypeError (which names a Go field path).
 func jsonError(base string, err error) error {
 	var (
 		sem *jsonv2.SemanticError
 		syn *jsontext.SyntacticError
-		v1s *json.SyntaxError
 		typ *json.UnmarshalTypeError
 		pe  *sampler.PathError
 		inv *sampler.InvalidError
@@ -421,14 +418,6 @@ func jsonError(base string, err error) error {
 		return badJSON(orRoot(base), fmt.Sprintf("must be %s, not %s", jsonKind(sem.GoType.Kind().String()), kindOf(sem)))
 	case errors.As(err, &syn):
 		return badJSON(orRoot(base), fmt.Sprintf("not valid JSON (at byte %d)", syn.ByteOffset))
-	case errors.As(err, &v1s):
-		return badJSON(orRoot(base), fmt.Sprintf("not valid JSON (at byte %d)", v1s.Offset))
-	case errors.Is(err, io.EOF):
-		return badJSON("/", "the body is empty; send a JSON object")
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		// encoding/json has no error type for this one.
-		name := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-		return badJSON(base+"/"+jsonpointer.EscapeToken(name), fmt.Sprintf("unknown member %q", name))
 	case sem != nil && sem.Err != nil:
 		return badJSON(orRoot(base), sem.Err.Error())
 	default:
