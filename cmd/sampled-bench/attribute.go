@@ -45,7 +45,7 @@ func attributionRules() (specific, fallback []bucketRule) {
 		rule("handler: body to params", `handlers\.\(\*sampleBody\)\.params`),
 		rule("sampler: service (select, retry, timeout ctx)", `sampled/internal/sampler\.|sampled/internal/retry\.`),
 		rule("handlers: middleware own (ids, ctx, status)", `sampled/internal/handlers\.`),
-		rule("chi routing", `go-chi`),
+		rule("routing (net/http.ServeMux)", `^net/http\.\(\*ServeMux\)|^net/http\.\(\*routingNode\)|^net/http\.\(\*pattern\)`),
 		rule("floor handler (encoding/json, its own code)", `^main\.\(\*floorGateway\)`),
 	}
 	fallback = []bucketRule{

@@ -12,8 +12,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/sampled/sampled/internal/loop"
 	"github.com/sampled/sampled/internal/metrics"
 	"github.com/sampled/sampled/internal/runs"
@@ -143,7 +141,7 @@ func acceptsEventStream(r *http.Request) bool {
 }
 
 func (s *server) handleGetLoop(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "id")
+	id := r.PathValue("id")
 	snap, err := s.runs.Snapshot(r.Context(), id)
 	if err != nil {
 		s.writeError(w, r, loopError(id, err))
@@ -271,7 +269,7 @@ func (s *server) handleListLoops(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) handleCancelLoop(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "id")
+	id := r.PathValue("id")
 	if err := s.checkOwner(r.Context(), id); err != nil {
 		s.writeError(w, r, loopError(id, err))
 		return
@@ -284,7 +282,7 @@ func (s *server) handleCancelLoop(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *server) handleLoopEvents(w http.ResponseWriter, r *http.Request) {
-	id := chi.URLParam(r, "id")
+	id := r.PathValue("id")
 	last := r.Header.Get("Last-Event-ID")
 	if last == "" {
 		last = r.URL.Query().Get("lastEventId")

@@ -2,37 +2,102 @@ package handlers
 
 import (
 	"net/http"
+	"slices"
+	"strings"
 )
 
-// routes lists every route of the service on one screen.
+// route is one operation of the service: a method, a net/http.ServeMux
+// path pattern and its handler.
+type route struct {
+	method, path string
+	h            http.Handler
+}
+
+// table lists every route of the service on one screen.
+func (s *server) table() []route {
+	sampling := func(h http.HandlerFunc) http.Handler { return s.limitSampling(h) }
+	return []route{
+		{http.MethodGet, "/healthz", http.HandlerFunc(s.handleHealthz)},
+		{http.MethodGet, "/readyz", http.HandlerFunc(s.handleReadyz)},
+		{http.MethodGet, "/metrics", s.metricsHandler},
+		{http.MethodGet, "/openapi.yaml", http.HandlerFunc(s.handleOpenAPI)},
+
+		{http.MethodGet, "/v1/models", http.HandlerFunc(s.handleModels)},
+		{http.MethodPost, "/v1/sample", sampling(s.handleSample)},
+		{http.MethodPost, "/v1/sample/schema", sampling(s.handleSampleSchema)},
+		{http.MethodPost, "/v1/sample/tools", sampling(s.handleSampleTools)},
+		{http.MethodPost, "/v1/messages", sampling(s.handleMessages)},
+
+		{http.MethodGet, "/v1/tools", http.HandlerFunc(s.handleTools)},
+		{http.MethodPost, "/v1/loops", http.HandlerFunc(s.handleStartLoop)},
+		{http.MethodGet, "/v1/loops", http.HandlerFunc(s.handleListLoops)},
+		{http.MethodGet, "/v1/loops/{id}", http.HandlerFunc(s.handleGetLoop)},
+		{http.MethodDelete, "/v1/loops/{id}", http.HandlerFunc(s.handleCancelLoop)},
+		{http.MethodGet, "/v1/loops/{id}/events", http.HandlerFunc(s.handleLoopEvents)},
+
+		{http.MethodGet, "/mcp", s.mcp}, // the MCP server's streamable HTTP transport
+		// A POST carries the MCP calls, tools that sample among them: it
+		// takes a place of the in-flight cap as the other sampling routes do.
+		{http.MethodPost, "/mcp", s.limitSampling(s.mcp)},
+		{http.MethodDelete, "/mcp", s.mcp},
+	}
+}
+
+// routes serves the table through a net/http.ServeMux. Every path also has
+// a pattern without a method, more specific than "/" and less than the
+// path's own methods, that answers other methods with a 405 problem (HEAD
+// among them: the GET routes do not serve it); "/" answers the rest with a
+// 404 problem. instrument labels requests by the pattern that served them,
+// and those two as "unmatched".
 func (s *server) routes() http.Handler {
-	r := s.mux
-	r.Use(s.instrument, s.recoverer, s.authenticate)
-	r.NotFound(s.notFound)
-	r.MethodNotAllowed(s.methodNotAllowed)
+	mux := http.NewServeMux()
+	allowed := map[string][]string{}
+	for _, rt := range s.table() {
+		mux.Handle(rt.method+" "+rt.path, rt.h)
+		allowed[rt.path] = append(allowed[rt.path], rt.method)
+	}
+	for path, methods := range allowed {
+		slices.SortFunc(methods, func(a, b string) int { return methodOrder(a) - methodOrder(b) })
+		allow := strings.Join(methods, ", ")
+		wrong := func(w http.ResponseWriter, r *http.Request) { s.methodNotAllowed(w, r, allow) }
+		mux.HandleFunc(path, wrong)
+		if slices.Contains(methods, http.MethodGet) {
+			mux.HandleFunc(http.MethodHead+" "+path, wrong) // a GET pattern alone would serve it
+		}
+	}
+	mux.HandleFunc("/", s.notFound)
+	// The mux would redirect a path with empty, "." or ".." segments to
+	// its clean form, with a 301 that is no problem document and that
+	// turns a POST into a GET: no route has such segments, so they are
+	// not found.
+	clean := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if p := r.URL.Path; strings.Contains(p, "//") || strings.Contains(p, "/.") {
+			s.notFound(w, r)
+			return
+		}
+		mux.ServeHTTP(w, r)
+	})
+	return s.instrument(s.recoverer(s.authenticate(clean)))
+}
 
-	r.Get("/healthz", s.handleHealthz)
-	r.Get("/readyz", s.handleReadyz)
-	r.Method(http.MethodGet, "/metrics", s.metricsHandler)
-	r.Get("/openapi.yaml", s.handleOpenAPI)
+// methodOrder orders the methods of an Allow header.
+func methodOrder(m string) int {
+	return slices.Index([]string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete}, m)
+}
 
-	r.Get("/v1/models", s.handleModels)
-	r.With(s.limitSampling).Post("/v1/sample", s.handleSample)
-	r.With(s.limitSampling).Post("/v1/sample/schema", s.handleSampleSchema)
-	r.With(s.limitSampling).Post("/v1/sample/tools", s.handleSampleTools)
-	r.With(s.limitSampling).Post("/v1/messages", s.handleMessages)
+// routeLabel is the route a request is counted and logged under: the path
+// pattern that served it, or "unmatched" for the requests no route took
+// (the 404 and 405 answers, and those turned away before routing).
+func routeLabel(r *http.Request, ri *reqInfo) string {
+	if _, path, ok := strings.Cut(r.Pattern, " "); ok && !ri.unrouted {
+		return path
+	}
+	return "unmatched"
+}
 
-	r.Get("/v1/tools", s.handleTools)
-	r.Post("/v1/loops", s.handleStartLoop)
-	r.Get("/v1/loops", s.handleListLoops)
-	r.Get("/v1/loops/{id}", s.handleGetLoop)
-	r.Delete("/v1/loops/{id}", s.handleCancelLoop)
-	r.Get("/v1/loops/{id}/events", s.handleLoopEvents)
-
-	r.Method(http.MethodGet, "/mcp", s.mcp) // the MCP server's streamable HTTP transport
-	// A POST carries the MCP calls, tools that sample among them: it takes
-	// a place of the in-flight cap as the other sampling routes do.
-	r.With(s.limitSampling).Method(http.MethodPost, "/mcp", s.mcp)
-	r.Method(http.MethodDelete, "/mcp", s.mcp)
-	return r
+// unrouted marks a request as taken by no route.
+func unrouted(r *http.Request) {
+	if ri := info(r.Context()); ri != nil {
+		ri.unrouted = true
+	}
 }

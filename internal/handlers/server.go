@@ -18,7 +18,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/go-chi/chi/v5"
 	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/prometheus/client_golang/prometheus"
@@ -65,7 +64,6 @@ const DefaultMaxBodyBytes = 4 << 20
 
 type server struct {
 	httpMetrics    *httpMetrics
-	mux            *chi.Mux
 	sampler        *sampler.Service
 	metrics        *metrics.Metrics
 	metricsHandler http.Handler // serves /metrics from the Gatherer
@@ -83,8 +81,10 @@ type server struct {
 }
 
 // New returns the service's HTTP handler.
-func New(c Config) http.Handler {
-	s := &server{mux: chi.NewRouter(), sampler: c.Sampler, metrics: c.Metrics, log: c.Logger, maxBody: c.MaxBodyBytes, ready: c.Ready,
+func New(c Config) http.Handler { return newServer(c).routes() }
+
+func newServer(c Config) *server {
+	s := &server{sampler: c.Sampler, metrics: c.Metrics, log: c.Logger, maxBody: c.MaxBodyBytes, ready: c.Ready,
 		loops: c.Loops, runs: c.Runs, tools: c.Tools, heartbeat: c.Heartbeat, guard: c.Access, metricsNeedKey: c.MetricsNeedKey,
 		mcp: c.MCP}
 	if s.mcp == nil {
@@ -108,7 +108,7 @@ func New(c Config) http.Handler {
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBodyBytes
 	}
-	return s.routes()
+	return s
 }
 
 type ctxKey struct{}
@@ -122,6 +122,8 @@ type reqInfo struct {
 	buf    [8]slog.Attr
 	sw     statusWriter
 	caller *access.Caller // set by authenticate
+	// unrouted is set by the 404 and 405 answers.
+	unrouted bool
 }
 
 func info(ctx context.Context) *reqInfo {
@@ -211,10 +213,7 @@ func (s *server) instrument(next http.Handler) http.Handler {
 		// A complete answer (writeBody's) has been sent already: what
 		// follows is off the client's path.
 		next.ServeHTTP(&ri.sw, r)
-		route := chi.RouteContext(r.Context()).RoutePattern()
-		if route == "" {
-			route = "unmatched"
-		}
+		route := routeLabel(r, ri) // the mux set r.Pattern on this very request
 		status := ri.sw.status
 		switch {
 		case status == 0 && r.Context().Err() != nil:
@@ -282,18 +281,16 @@ func (h *httpMetrics) record(route, method string, status int, d time.Duration, 
 }
 
 func (s *server) notFound(w http.ResponseWriter, r *http.Request) {
+	unrouted(r)
 	s.writeProblem(w, r, Problem{Type: problemBase + "not-found", Title: "Not found", Status: http.StatusNotFound,
 		Detail: "no route for " + r.URL.Path + "; GET /openapi.yaml lists the routes"})
 }
 
-func (s *server) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
-	var allow []string
-	for _, m := range []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
-		if s.mux.Match(chi.NewRouteContext(), m, r.URL.Path) {
-			allow = append(allow, m)
-		}
-	}
-	w.Header().Set("Allow", strings.Join(allow, ", "))
+// methodNotAllowed answers a method the path does not serve; allow lists
+// those it does.
+func (s *server) methodNotAllowed(w http.ResponseWriter, r *http.Request, allow string) {
+	unrouted(r)
+	w.Header().Set("Allow", allow)
 	s.writeProblem(w, r, Problem{Type: problemBase + "method-not-allowed", Title: "Method not allowed",
 		Status: http.StatusMethodNotAllowed, Detail: r.Method + " is not allowed on " + r.URL.Path})
 }
