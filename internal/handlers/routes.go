@@ -68,10 +68,11 @@ func (s *server) routes() http.Handler {
 	mux.HandleFunc("/", s.notFound)
 	// The mux would redirect a path with empty, "." or ".." segments to
 	// its clean form, with a 301 that is no problem document and that
-	// turns a POST into a GET: no route has such segments, so they are
-	// not found.
+	// turns a POST into a GET, and answer a request for "*" (but OPTIONS,
+	// which net/http's server answers itself) with a bare 400: no route has
+	// such paths, so they are not found.
 	clean := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if p := r.URL.Path; strings.Contains(p, "//") || strings.Contains(p, "/.") {
+		if p := r.URL.Path; !strings.HasPrefix(p, "/") || strings.Contains(p, "//") || strings.Contains(p, "/.") {
 			s.notFound(w, r)
 			return
 		}

@@ -15,7 +15,7 @@ import (
 
 // TestRouting checks what the router answers for each kind of request: a
 // route's own method, another method on a known path (405 with the path's
-// methods in Allow, HEAD included), an unknown path and an unclean one
+// methods in Allow, HEAD included), an unknown path, an unclean one and "*"
 // (404). Each is counted under the route pattern that served it, or
 // "unmatched".
 func TestRouting(t *testing.T) {
@@ -40,12 +40,20 @@ func TestRouting(t *testing.T) {
 		{"GET", "/v1/loops/../models", 404, "", "unmatched"},
 		{"GET", "/healthz/.", 404, "", "unmatched"},
 		{"BREW", "/", 404, "", "unmatched"},
+		{"GET", "*", 404, "", "unmatched"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.method+" "+tt.path, func(t *testing.T) {
-			req, err := http.NewRequestWithContext(t.Context(), tt.method, s.url+tt.path, nil)
+			target := s.url + tt.path
+			if tt.path == "*" {
+				target = s.url // and the request line "GET * HTTP/1.1", below
+			}
+			req, err := http.NewRequestWithContext(t.Context(), tt.method, target, nil)
 			if err != nil {
 				t.Fatal(err)
+			}
+			if tt.path == "*" {
+				req.URL.Opaque = "*"
 			}
 			before := testutil.ToFloat64(s.metrics.HTTPRequests.WithLabelValues(tt.route, methodLabel(tt.method), strconv.Itoa(tt.status)))
 			resp, err := s.srv.Client().Do(req)
