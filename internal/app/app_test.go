@@ -9,9 +9,12 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/sampled/sampled/internal/testwait"
 )
 
 // TestMetricsOfASample checks that the assembled service records a
@@ -56,6 +59,11 @@ sampled_validation_retries_total{method="sample"} 0
 sampled_validation_retries_total{method="sampleSchema"} 1
 sampled_validation_retries_total{method="sampleTools"} 0
 `
+	// A sample is counted after its answer is sent: wait for the three.
+	testwait.Poll(t, time.Millisecond, testwait.Timeout, "three samples counted", func() bool {
+		n, err := testutil.GatherAndCount(reg, "sampled_samples_total")
+		return err == nil && n == 3
+	})
 	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "sampled_samples_total", "sampled_validation_retries_total"); err != nil {
 		t.Error(err)
 	}
