@@ -254,18 +254,27 @@ func TestValidationMetrics(t *testing.T) {
 		name string
 		c    prometheus.Collector
 		want float64
+		late bool // counted after the answer is sent
 	}{
-		{"schema invalid_json", m.ValidationFailures.WithLabelValues("sampleSchema", "invalid_json"), 1 + 3},
-		{"tools no_tool_call", m.ValidationFailures.WithLabelValues("sampleTools", "no_tool_call"), 1 + 3},
-		{"schema retries", m.ValidationRetries.WithLabelValues("sampleSchema"), 1 + 2},
-		{"tools retries", m.ValidationRetries.WithLabelValues("sampleTools"), 1 + 2},
-		{"schema exhausted", m.ValidationExhausted.WithLabelValues("sampleSchema"), 1},
-		{"tools exhausted", m.ValidationExhausted.WithLabelValues("sampleTools"), 1},
-		{"schema ok", m.Samples.WithLabelValues("sample_schema", "schema", "offline", "offline/flaky", "ok"), 1},
-		{"schema exhausted outcome", m.Samples.WithLabelValues("sample_schema", "schema", "offline", "offline/broken", "exhausted"), 1},
-		{"tools exhausted outcome", m.Samples.WithLabelValues("sample_tools", "tools", "offline", "offline/broken", "exhausted"), 1},
-		{"no upstream retries", m.UpstreamRetries.WithLabelValues("offline", "server_error"), 0},
+		{"schema invalid_json", m.ValidationFailures.WithLabelValues("sampleSchema", "invalid_json"), 1 + 3, false},
+		{"tools no_tool_call", m.ValidationFailures.WithLabelValues("sampleTools", "no_tool_call"), 1 + 3, false},
+		{"schema retries", m.ValidationRetries.WithLabelValues("sampleSchema"), 1 + 2, false},
+		{"tools retries", m.ValidationRetries.WithLabelValues("sampleTools"), 1 + 2, false},
+		{"schema exhausted", m.ValidationExhausted.WithLabelValues("sampleSchema"), 1, false},
+		{"tools exhausted", m.ValidationExhausted.WithLabelValues("sampleTools"), 1, false},
+		{"schema ok", m.Samples.WithLabelValues("sample_schema", "schema", "offline", "offline/flaky", "ok"), 1, true},
+		{"schema exhausted outcome", m.Samples.WithLabelValues("sample_schema", "schema", "offline", "offline/broken", "exhausted"), 1, true},
+		{"tools exhausted outcome", m.Samples.WithLabelValues("sample_tools", "tools", "offline", "offline/broken", "exhausted"), 1, true},
+		{"no upstream retries", m.UpstreamRetries.WithLabelValues("offline", "server_error"), 0, false},
 	}
+	testwait.Poll(t, time.Millisecond, testwait.Timeout, "the samples counted", func() bool {
+		for _, c := range counts {
+			if c.late && testutil.ToFloat64(c.c) < c.want {
+				return false
+			}
+		}
+		return true
+	})
 	for _, c := range counts {
 		if got := testutil.ToFloat64(c.c); got != c.want {
 			t.Errorf("%s = %v, want %v", c.name, got, c.want)
