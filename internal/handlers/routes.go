@@ -47,13 +47,16 @@ func (s *server) table() []route {
 // a pattern without a method, more specific than "/" and less than the
 // path's own methods, that answers other methods with a 405 problem (HEAD
 // among them: the GET routes do not serve it); "/" answers the rest with a
-// 404 problem. instrument labels requests by the pattern that served them,
-// and those two as "unmatched".
+// 404 problem. instrument labels requests by the table's route that served
+// them (s.labels), the others as "unmatched".
 func (s *server) routes() http.Handler {
 	mux := http.NewServeMux()
 	allowed := map[string][]string{}
+	s.labels = map[string]string{}
 	for _, rt := range s.table() {
-		mux.Handle(rt.method+" "+rt.path, rt.h)
+		pattern := rt.method + " " + rt.path
+		mux.Handle(pattern, rt.h)
+		s.labels[pattern] = rt.path
 		allowed[rt.path] = append(allowed[rt.path], rt.method)
 	}
 	for path, methods := range allowed {
@@ -87,18 +90,12 @@ func methodOrder(m string) int {
 }
 
 // routeLabel is the route a request is counted and logged under: the path
-// pattern that served it, or "unmatched" for the requests no route took
-// (the 404 and 405 answers, and those turned away before routing).
-func routeLabel(r *http.Request, ri *reqInfo) string {
-	if _, path, ok := strings.Cut(r.Pattern, " "); ok && !ri.unrouted {
-		return path
+// of the table's route whose pattern the mux matched (it sets r.Pattern on
+// the request it is given), or "unmatched" for the requests no route took:
+// the 404 and 405 answers, and those turned away before routing.
+func (s *server) routeLabel(r *http.Request) string {
+	if label, ok := s.labels[r.Pattern]; ok {
+		return label
 	}
 	return "unmatched"
-}
-
-// unrouted marks a request as taken by no route.
-func unrouted(r *http.Request) {
-	if ri := info(r.Context()); ri != nil {
-		ri.unrouted = true
-	}
 }

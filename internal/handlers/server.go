@@ -78,6 +78,7 @@ type server struct {
 	guard          *access.Guard
 	metricsNeedKey bool
 	mcp            http.Handler
+	labels         map[string]string // route label by mux pattern, set by routes
 }
 
 // New returns the service's HTTP handler.
@@ -122,8 +123,6 @@ type reqInfo struct {
 	buf    [8]slog.Attr
 	sw     statusWriter
 	caller *access.Caller // set by authenticate
-	// unrouted is set by the 404 and 405 answers.
-	unrouted bool
 }
 
 func info(ctx context.Context) *reqInfo {
@@ -213,7 +212,7 @@ func (s *server) instrument(next http.Handler) http.Handler {
 		// A complete answer (writeBody's) has been sent already: what
 		// follows is off the client's path.
 		next.ServeHTTP(&ri.sw, r)
-		route := routeLabel(r, ri) // the mux set r.Pattern on this very request
+		route := s.routeLabel(r)
 		status := ri.sw.status
 		switch {
 		case status == 0 && r.Context().Err() != nil:
@@ -281,7 +280,6 @@ func (h *httpMetrics) record(route, method string, status int, d time.Duration, 
 }
 
 func (s *server) notFound(w http.ResponseWriter, r *http.Request) {
-	unrouted(r)
 	s.writeProblem(w, r, Problem{Type: problemBase + "not-found", Title: "Not found", Status: http.StatusNotFound,
 		Detail: "no route for " + r.URL.Path + "; GET /openapi.yaml lists the routes"})
 }
@@ -289,7 +287,6 @@ func (s *server) notFound(w http.ResponseWriter, r *http.Request) {
 // methodNotAllowed answers a method the path does not serve; allow lists
 // those it does.
 func (s *server) methodNotAllowed(w http.ResponseWriter, r *http.Request, allow string) {
-	unrouted(r)
 	w.Header().Set("Allow", allow)
 	s.writeProblem(w, r, Problem{Type: problemBase + "method-not-allowed", Title: "Method not allowed",
 		Status: http.StatusMethodNotAllowed, Detail: r.Method + " is not allowed on " + r.URL.Path})
