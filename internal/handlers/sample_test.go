@@ -114,7 +114,7 @@ func TestBodyErrorDetails(t *testing.T) {
 		`{"prompt":"a","max_tokens":5}`:    `/max_tokens: unknown member "max_tokens"`,
 		`{"prompt":"a"} {"prompt":"b"}`:    `/: the body holds more than one JSON value`,
 		`{"prompt":"a"}x`:                  `/: the body holds more than one JSON value`,
-		`{"prompt":"a",}`:                  `/: not valid JSON (at byte `, // the decoder's offset`
+		`{"prompt":"a",}`:                  `/: not valid JSON (at byte `, // the decoder's offset
 		`[1]`:                              `/: must be an object, not array`,
 		`{"prompt":"a","tools":[{"name":5,"inputSchema":{"type":"object"}}]}`: `/tools/0/name: must be a string, not number`,
 		// A member that decodes itself says what it takes.
