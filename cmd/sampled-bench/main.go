@@ -63,14 +63,14 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return sideChild(ctx, args[1:], os.Stdin, stdout)
 	}
 	fs := flag.NewFlagSet("sampled-bench", flag.ContinueOnError)
-	n := fs.Int("n", 5000, "requests per latency measurement (concurrency 1)")
+	n := fs.Int("n", 5000, "requests to each side per latency measurement (concurrency 1, the sides' requests interleaved)")
 	c := fs.Int("c", 64, "concurrency of the throughput measurement")
 	d := fs.Duration("d", 10*time.Second, "duration of the throughput measurement")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the throughput or fan-out phase to this file; "+
 		"with -side, of each gateway in an extra throughput phase per mode, to this name with -floor-plain etc. inserted")
 	side := fs.Bool("side", false, "measure sampled side by side with the floor gateway, each in its own process")
 	rounds := fs.Int("rounds", 3, "alternating rounds of the side-by-side measurement")
-	pairs := fs.Int("pairs", 0, "with -side: measure only c=1 latency in plain mode, in this many alternating rounds, beside a second floor as the control")
+	pairs := fs.Int("pairs", 0, "with -side: measure only c=1 latency in plain mode, in this many rounds of interleaved requests, beside a second floor as the control")
 	inflight := fs.Int("inflight", 1000, "requests held in flight for the side-by-side memory measurement")
 	upstreamDelay := fs.Duration("upstream-delay", 2*time.Second, "how long the upstream holds them")
 	attributeIn := fs.Bool("attribute", false, "read `go tool pprof -traces` output on stdin and attribute its samples to the buckets of the side-by-side analysis")

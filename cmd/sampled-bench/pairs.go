@@ -15,13 +15,12 @@ type pairsOptions struct {
 }
 
 // runPairs measures c=1 p50 latency of the floor, of a second floor
-// process and of sampled, in pairs alternating their order, each in its
-// own process as in runSide. The second floor is the control: its
-// difference to the first is what the machine alone makes of two
-// identical gateways, the precision a difference here can be read to.
-// A side-by-side run has three latency rounds; this has as many as asked
-// (a multiple of six balances the order), so that the median of the
-// differences settles.
+// process and of sampled, each in its own process as in runSide, with
+// their requests interleaved (see interleave). The second floor is the
+// control: its difference to the first is what the machine alone makes of
+// two identical gateways, the precision a difference here can be read to.
+// A side-by-side run has three latency rounds; this has as many as asked,
+// so that the median of the differences settles.
 func runPairs(ctx context.Context, o pairsOptions, stdout io.Writer) error {
 	modes, err := sideModes()
 	if err != nil {
@@ -35,36 +34,27 @@ func runPairs(ctx context.Context, o pairsOptions, stdout io.Writer) error {
 	defer fake.stop()
 	const floor2 = "floor (control)"
 	sides := []string{sideFloor, floor2, sideSampled}
-	urls := map[string]string{}
+	var targets []target
 	for _, side := range sides {
 		g, err := startGateway(ctx, side, fake.url) // the control is a floor
 		if err != nil {
 			return err
 		}
 		defer g.stop()
-		urls[side] = g.url + "/v1/sample"
+		targets = append(targets, target{URL: g.url + "/v1/sample", Body: plain.body})
 	}
-	fmt.Fprintf(stdout, "c=1 pairs: %d alternating rounds of %d plain requests through the floor, a second floor and sampled\n", o.pairs, o.n)
-	for _, side := range sides {
-		if _, err := runClient(ctx, urls[side], plain.body, 1, max(o.n/4, 1), 0); err != nil {
-			return fmt.Errorf("warm-up %s: %w", side, err)
-		}
+	fmt.Fprintf(stdout, "c=1 pairs: %d rounds of %d plain requests to each of the floor, a second floor and sampled, interleaved\n", o.pairs, o.n)
+	if _, err := runInterleaved(ctx, targets, max(o.n/4, 1)); err != nil {
+		return fmt.Errorf("warm-up: %w", err)
 	}
 	p50 := map[string][]float64{}
-	for r := range o.pairs {
-		// Every side takes every place in the order equally often over six
-		// rounds: the place a measurement takes moves its latency by a few
-		// µs.
-		order := append(slices.Clone(sides[r%3:]), sides[:r%3]...)
-		if (r/3)%2 == 1 {
-			slices.Reverse(order)
+	for range o.pairs {
+		res, err := runInterleaved(ctx, targets, o.n)
+		if err != nil {
+			return fmt.Errorf("c=1: %w", err)
 		}
-		for _, side := range order {
-			res, err := runClient(ctx, urls[side], plain.body, 1, o.n, 0)
-			if err != nil {
-				return fmt.Errorf("%s c=1: %w", side, err)
-			}
-			p50[side] = append(p50[side], float64(res.P50Ns)/1e3)
+		for i, side := range sides {
+			p50[side] = append(p50[side], float64(res[i].P50Ns)/1e3)
 		}
 	}
 	diffs := func(side string) []float64 {

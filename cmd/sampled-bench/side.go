@@ -129,7 +129,7 @@ func runSide(ctx context.Context, o sideOptions, stdout io.Writer) error {
 	}
 
 	fmt.Fprintf(stdout, "side by side: fake upstream, floor gateway, sampled and the load client each in its own process\n")
-	fmt.Fprintf(stdout, "%d rounds; c=1 latency over %d requests, c=%d throughput for %s, %d requests in flight on a %s upstream\n",
+	fmt.Fprintf(stdout, "%d rounds; c=1 latency over %d requests to each side, interleaved, c=%d throughput for %s, %d requests in flight on a %s upstream\n",
 		o.rounds, o.n, o.c, o.d, o.inflight, o.delay)
 	// Warm up connections, caches and the heap of both gateways.
 	for _, m := range modes {
@@ -152,12 +152,18 @@ func runSide(ctx context.Context, o sideOptions, stdout io.Writer) error {
 		}
 		fmt.Fprintf(stdout, "round %d/%d: %s first\n", r+1, o.rounds, order[0])
 		for _, m := range modes {
-			for _, side := range append([]string{sideDirect}, order...) {
-				res, err := runClient(ctx, url(side), body(m, side), 1, o.n, 0)
-				if err != nil {
-					return fmt.Errorf("%s %s c=1: %w", m.name, side, err)
-				}
-				p50, p99 := float64(res.P50Ns)/1e3, float64(res.P99Ns)/1e3
+			// c=1: the three sides' requests interleaved (see interleave).
+			sides := append([]string{sideDirect}, order...)
+			var targets []target
+			for _, side := range sides {
+				targets = append(targets, target{URL: url(side), Body: body(m, side)})
+			}
+			res, err := runInterleaved(ctx, targets, o.n)
+			if err != nil {
+				return fmt.Errorf("%s c=1: %w", m.name, err)
+			}
+			for i, side := range sides {
+				p50, p99 := float64(res[i].P50Ns)/1e3, float64(res[i].P99Ns)/1e3
 				add(m.name, side, mP50, p50)
 				add(m.name, side, mP99, p99)
 				fmt.Fprintf(stdout, "  %-6s %-7s c=1   p50 %6.0fµs  p99 %6.0fµs\n", m.name, side, p50, p99)

@@ -38,7 +38,7 @@ const (
 // measurement.
 func isSideChild(arg string) bool {
 	switch arg {
-	case subFake, subFloor, subSampled, subClient:
+	case subFake, subFloor, subSampled, subClient, subInterleave:
 		return true
 	}
 	return false
@@ -57,6 +57,7 @@ func sideChild(ctx context.Context, args []string, stdin io.Reader, stdout io.Wr
 	n := fs.Int("n", 0, "requests the client sends in all; 0 means until -d ends")
 	d := fs.Duration("d", 0, "how long the client sends; 0 means until -n are sent")
 	timeout := fs.Duration("timeout", 30*time.Second, "client timeout per request")
+	targets := fs.String("targets", "", "JSON array of {url, body} the interleaved client posts to")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -73,6 +74,8 @@ func sideChild(ctx context.Context, args []string, stdin io.Reader, stdout io.Wr
 			return errors.New("-upstream is required")
 		}
 		return sampledChild(ctx, *upstream, stdin, stdout)
+	case subInterleave:
+		return interleaveChild(ctx, *targets, *n, *timeout, stdout)
 	default:
 		if *url == "" || *c < 1 || (*n <= 0 && *d <= 0) {
 			return errors.New("the client needs -url, -c >= 1 and -n or -d")

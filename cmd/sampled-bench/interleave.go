@@ -1,0 +1,103 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"slices"
+	"time"
+)
+
+// subInterleave is the c=1 latency client: one request to each target in
+// turn, rather than a run of requests to one target and then to the next.
+const subInterleave = "-side-interleave"
+
+// target is one gateway (or the fake itself) as the interleaved client
+// sees it.
+type target struct {
+	URL  string `json:"url"`
+	Body []byte `json:"body"`
+}
+
+// interleave sends n requests to each target, one at a time, one to each
+// target in turn: the gateways see the same machine at the same moments,
+// so that what the machine does around them (other tenants, the
+// frequency, the caches) moves them alike and falls out of their
+// difference, where runs of requests one target after the other meet the
+// machine at different moments. The target that goes first in a turn
+// moves by one from turn to turn, so that each takes every place equally
+// often. Each target has its own client and kept-alive connection. It
+// returns each target's latencies: p50 and p99 of its successful
+// requests; any failure ends it.
+func interleave(ctx context.Context, targets []target, n int, timeout time.Duration) ([]loadResult, error) {
+	clients := make([]*http.Client, len(targets))
+	for i := range clients {
+		clients[i] = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 1}, Timeout: timeout}
+		defer clients[i].CloseIdleConnections()
+	}
+	lat := make([][]time.Duration, len(targets))
+	start := time.Now()
+	for i := 0; i < n && ctx.Err() == nil; i++ {
+		for k := range targets {
+			j := (i + k) % len(targets)
+			t := time.Now()
+			if err := post(clients[j], targets[j].URL, targets[j].Body); err != nil {
+				return nil, fmt.Errorf("%s: %w", targets[j].URL, err)
+			}
+			lat[j] = append(lat[j], time.Since(t))
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	elapsed := time.Since(start)
+	res := make([]loadResult, len(targets))
+	for j, l := range lat {
+		slices.Sort(l)
+		res[j] = loadResult{OK: int64(len(l)), ElapsedNs: int64(elapsed), P50Ns: int64(quantile(l, .50)), P99Ns: int64(quantile(l, .99))}
+	}
+	return res, nil
+}
+
+// interleaveChild runs interleave for the targets given as JSON and
+// prints their results as a JSON array.
+func interleaveChild(ctx context.Context, targetsJSON string, n int, timeout time.Duration, stdout io.Writer) error {
+	var targets []target
+	if err := json.Unmarshal([]byte(targetsJSON), &targets); err != nil || len(targets) == 0 || n < 1 {
+		return fmt.Errorf("the interleaved client needs -targets (a JSON array of {url, body}) and -n >= 1 (%v)", err)
+	}
+	res, err := interleave(ctx, targets, n, timeout)
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(stdout).Encode(res)
+}
+
+// runInterleaved runs the interleaved client in its own process and
+// returns each target's result, in the order of targets.
+func runInterleaved(ctx context.Context, targets []target, n int) ([]loadResult, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	tj, err := json.Marshal(targets)
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	cmd := exec.CommandContext(ctx, exe, subInterleave, "-targets", string(tj), "-n", fmt.Sprint(n))
+	cmd.Stdout, cmd.Stderr = &out, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("interleaved client: %w", err)
+	}
+	var res []loadResult
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil || len(res) != len(targets) {
+		return nil, fmt.Errorf("interleaved client said %q (%v)", out.String(), err)
+	}
+	return res, nil
+}
