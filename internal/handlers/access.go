@@ -110,7 +110,8 @@ func (s *server) tooMany(w http.ResponseWriter, r *http.Request, c *access.Calle
 }
 
 // limitSampling caps the sampling requests served at once
-// (Config.Access's InFlightSamples); one over the cap gets a 429.
+// (Config.Access's InFlightSamples); one over the cap gets a 429. The
+// guard's count is what sampled_sampling_in_flight reads (newServer).
 func (s *server) limitSampling(next http.Handler) http.Handler {
 	if s.guard == nil {
 		return next
@@ -121,11 +122,7 @@ func (s *server) limitSampling(next http.Handler) http.Handler {
 			s.tooMany(w, r, callerOf(r.Context()), metrics.LimitInFlight, wait, "the service is serving as many sampling requests as it takes at once; try again shortly")
 			return
 		}
-		s.metrics.SamplingInFlight.Inc()
-		defer func() {
-			s.metrics.SamplingInFlight.Dec()
-			release()
-		}()
+		defer release()
 		next.ServeHTTP(w, r)
 	})
 }

@@ -394,6 +394,9 @@ func TestRateLimits(t *testing.T) {
 		cancel()
 		<-held
 		testwait.Poll(t, time.Millisecond, 10*time.Second, "the cancelled request to leave", func() bool { return a.guard.InFlight() == 0 })
+		if got := testutil.ToFloat64(a.metrics.SamplingInFlight); got != 0 {
+			t.Errorf("sampled_sampling_in_flight = %v once the request left, want 0", got)
+		}
 		if resp, b := a.call(t, "POST", "/v1/sample", keyBob, `{"prompt":"a"}`); resp.StatusCode != 200 {
 			t.Errorf("sample once the place is free: %d %s", resp.StatusCode, b)
 		}

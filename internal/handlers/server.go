@@ -98,6 +98,9 @@ func newServer(c Config) *server {
 		s.metrics = metrics.New(nil)
 	}
 	s.httpMetrics = &httpMetrics{m: s.metrics}
+	if s.guard != nil {
+		s.metrics.CountSamplingInFlight(s.guard.InFlight)
+	}
 	gatherer := c.Gatherer
 	if gatherer == nil {
 		gatherer = prometheus.NewRegistry()

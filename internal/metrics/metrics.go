@@ -5,13 +5,14 @@ package metrics
 import (
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 // Metrics holds every collector sampled exports. Label values are bounded by
-// their callers: routes are chi route patterns, models and providers are
+// their callers: routes are the paths of the route table, models and providers are
 // configured names or "other".
 type Metrics struct {
 	HTTPRequests        *prometheus.CounterVec   // route, method, code
@@ -41,10 +42,12 @@ type Metrics struct {
 	AccessDenied   *prometheus.CounterVec // reason
 	RateLimited    *prometheus.CounterVec // key, limit
 	// LimitUnchecked counts what shared limits let in unchecked.
-	LimitUnchecked   *prometheus.CounterVec // limit
-	SamplingInFlight prometheus.Gauge       //
+	LimitUnchecked *prometheus.CounterVec // limit
+	// SamplingInFlight reads the count CountSamplingInFlight was given.
+	SamplingInFlight prometheus.GaugeFunc
 
-	samples sync.Map // sampleKey -> prometheus.Counter
+	samples  sync.Map // sampleKey -> prometheus.Counter
+	inFlight atomic.Pointer[func() int]
 
 	MCPToolCalls    *prometheus.CounterVec   // tool, sampler, outcome (mcpserver.go)
 	MCPToolDuration *prometheus.HistogramVec // tool, sampler
