@@ -49,7 +49,7 @@ func (m *Metrics) initAccess(reg prometheus.Registerer) {
 	}, []string{"limit"})
 	m.SamplingInFlight = prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "sampled_sampling_in_flight",
-		Help: "Sampling requests being served now (POST /v1/sample*, /v1/messages), which limits.inFlightSamples caps.",
+		Help: "Sampling requests being served now (POST /v1/sample*, /v1/messages, POST /mcp), which limits.inFlightSamples caps.",
 	}, func() float64 {
 		if n := m.inFlight.Load(); n != nil {
 			return float64((*n)())
