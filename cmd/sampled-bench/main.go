@@ -8,11 +8,14 @@
 //
 // With -side it measures sampled side by side with the least Go gateway
 // that does the same work (the floor), each program in its own process and
-// the load client in another: latency at concurrency 1, throughput and CPU
+// the load client in another: latency at concurrency 1 (the sides'
+// requests interleaved one by one, see interleave.go), throughput and CPU
 // per request at concurrency -c, and resident memory with -inflight
 // requests held by a slow upstream, over -rounds alternating rounds (see
-// side.go). With -attribute it reads a CPU profile's stacks from
-// `go tool pprof -traces` and sums them by what they do (attribute.go).
+// side.go); with -pairs N, c=1 latency alone over N rounds, beside a
+// second floor as the control (pairs.go). With -attribute it reads a CPU
+// profile's stacks from `go tool pprof -traces` and sums them by what they
+// do (attribute.go).
 //
 // With -fanout N it measures SSE fan-out instead: N subscribers, in a
 // separate process, follow one run while -events events are published
@@ -24,6 +27,7 @@
 //
 //	go run ./cmd/sampled-bench [-n 5000] [-c 64] [-d 10s] [-cpuprofile f]
 //	go run ./cmd/sampled-bench -side [-rounds 3] [-n 5000] [-c 64] [-d 10s] [-inflight 1000] [-upstream-delay 2s] [-cpuprofile f]
+//	go run ./cmd/sampled-bench -side -pairs 12 [-n 3000]
 //	go tool pprof -traces f-sampled-plain | go run ./cmd/sampled-bench -attribute [-cpu-per-request µs]
 //	go run ./cmd/sampled-bench -fanout 1000 [-events 50] [-interval 20ms] [-floor]
 package main
@@ -63,7 +67,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return sideChild(ctx, args[1:], os.Stdin, stdout)
 	}
 	fs := flag.NewFlagSet("sampled-bench", flag.ContinueOnError)
-	n := fs.Int("n", 5000, "requests to each side per latency measurement (concurrency 1, the sides' requests interleaved)")
+	n := fs.Int("n", 5000, "requests per latency measurement at concurrency 1 (with -side: to each side, the sides' requests interleaved)")
 	c := fs.Int("c", 64, "concurrency of the throughput measurement")
 	d := fs.Duration("d", 10*time.Second, "duration of the throughput measurement")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the throughput or fan-out phase to this file; "+
