@@ -67,6 +67,7 @@ var deployKindOf = map[reflect.Type]string{
 	reflect.TypeFor[*prometheus.CounterVec]():   deployKindCounter,
 	reflect.TypeFor[prometheus.Gauge]():         deployKindGauge,
 	reflect.TypeFor[*prometheus.GaugeVec]():     deployKindGauge,
+	reflect.TypeFor[prometheus.GaugeFunc]():     deployKindGauge,
 	reflect.TypeFor[prometheus.Histogram]():     deployKindHistogram,
 	reflect.TypeFor[*prometheus.HistogramVec](): deployKindHistogram,
 	reflect.TypeFor[prometheus.Summary]():       deployKindSummary,
