@@ -1,15 +1,13 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
-	"os"
-	"os/exec"
 	"slices"
+	"strconv"
 	"time"
 )
 
@@ -41,8 +39,8 @@ type target struct {
 // machine at different moments. The target that goes first in a turn
 // moves by one from turn to turn, so that each takes every place equally
 // often. Each target has its own client and kept-alive connection. It
-// returns each target's latencies: p50 and p99 of its successful
-// requests; any failure ends it.
+// returns each target's count and latencies (p50, p99; no rate, the
+// targets share the run's time); any failure ends it.
 func interleave(ctx context.Context, targets []target, n int, timeout time.Duration) ([]loadResult, error) {
 	clients := make([]*http.Client, len(targets))
 	for i := range clients {
@@ -50,7 +48,6 @@ func interleave(ctx context.Context, targets []target, n int, timeout time.Durat
 		defer clients[i].CloseIdleConnections()
 	}
 	lat := make([][]time.Duration, len(targets))
-	start := time.Now()
 	for i := 0; i < n && ctx.Err() == nil; i++ {
 		for k := range targets {
 			j := (i + k) % len(targets)
@@ -63,18 +60,17 @@ func interleave(ctx context.Context, targets []target, n int, timeout time.Durat
 			// and metrics) is done before the next side's request, rather
 			// than beside it on the other core. Spinning: a timer would add
 			// a wake-up of its own.
-			for t := time.Now(); time.Since(t) < settle; {
+			for answered := time.Now(); time.Since(answered) < settle; {
 			}
 		}
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	elapsed := time.Since(start)
 	res := make([]loadResult, len(targets))
 	for j, l := range lat {
 		slices.Sort(l)
-		res[j] = loadResult{OK: int64(len(l)), ElapsedNs: int64(elapsed), P50Ns: int64(quantile(l, .50)), P99Ns: int64(quantile(l, .99))}
+		res[j] = loadResult{OK: int64(len(l)), P50Ns: int64(quantile(l, .50)), P99Ns: int64(quantile(l, .99))}
 	}
 	return res, nil
 }
@@ -96,23 +92,16 @@ func interleaveChild(ctx context.Context, targetsJSON string, n int, timeout tim
 // runInterleaved runs the interleaved client in its own process and
 // returns each target's result, in the order of targets.
 func runInterleaved(ctx context.Context, targets []target, n int) ([]loadResult, error) {
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
 	tj, err := json.Marshal(targets)
 	if err != nil {
 		return nil, err
 	}
-	var out bytes.Buffer
-	cmd := exec.CommandContext(ctx, exe, subInterleave, "-targets", string(tj), "-n", fmt.Sprint(n))
-	cmd.Stdout, cmd.Stderr = &out, os.Stderr
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("interleaved client: %w", err)
-	}
 	var res []loadResult
-	if err := json.Unmarshal(out.Bytes(), &res); err != nil || len(res) != len(targets) {
-		return nil, fmt.Errorf("interleaved client said %q (%v)", out.String(), err)
+	if _, err := runSelf(ctx, &res, subInterleave, "-targets", string(tj), "-n", strconv.Itoa(n)); err != nil {
+		return nil, err
+	}
+	if len(res) != len(targets) {
+		return nil, fmt.Errorf("the interleaved client answered for %d targets of %d", len(res), len(targets))
 	}
 	return res, nil
 }

@@ -524,25 +524,35 @@ func (c *child) stop() {
 	}
 }
 
-// runClient runs the load client in its own process: concurrency c, n
-// requests (n > 0) or for d (d > 0). Any failed request is an error.
-func runClient(ctx context.Context, url string, body []byte, c, n int, d time.Duration) (loadResult, error) {
+// runSelf runs this binary with args (a sub-command first) to its end and
+// decodes the JSON it prints into v. It returns the process's state, which
+// holds its CPU times.
+func runSelf(ctx context.Context, v any, args ...string) (*os.ProcessState, error) {
 	exe, err := os.Executable()
 	if err != nil {
-		return loadResult{}, err
+		return nil, err
 	}
-	args := []string{subClient, "-url", url, "-body", string(body), "-c", strconv.Itoa(c), "-n", strconv.Itoa(n), "-d", d.String()}
 	var out bytes.Buffer
 	cmd := exec.CommandContext(ctx, exe, args...)
 	cmd.Stdout, cmd.Stderr = &out, os.Stderr
 	if err := cmd.Run(); err != nil {
-		return loadResult{}, fmt.Errorf("client: %w", err)
+		return nil, fmt.Errorf("%s: %w", args[0], err)
 	}
+	if err := json.Unmarshal(out.Bytes(), v); err != nil {
+		return nil, fmt.Errorf("%s said %q: %w", args[0], out.String(), err)
+	}
+	return cmd.ProcessState, nil
+}
+
+// runClient runs the load client in its own process: concurrency c, n
+// requests (n > 0) or for d (d > 0). Any failed request is an error.
+func runClient(ctx context.Context, url string, body []byte, c, n int, d time.Duration) (loadResult, error) {
 	var res loadResult
-	if err := json.Unmarshal(out.Bytes(), &res); err != nil {
-		return res, fmt.Errorf("client said %q: %w", out.String(), err)
+	ps, err := runSelf(ctx, &res, subClient, "-url", url, "-body", string(body), "-c", strconv.Itoa(c), "-n", strconv.Itoa(n), "-d", d.String())
+	if err != nil {
+		return res, err
 	}
-	res.cpu = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	res.cpu = ps.UserTime() + ps.SystemTime()
 	if res.Failed > 0 {
 		return res, fmt.Errorf("%d of %d requests failed, the first: %s", res.Failed, res.Failed+res.OK, res.FirstErr)
 	}
