@@ -12,8 +12,8 @@ import (
 )
 
 // Metrics holds every collector sampled exports. Label values are bounded by
-// their callers: routes are the paths of the route table, models and providers are
-// configured names or "other".
+// their callers: routes are the paths of the route table, models and
+// providers are configured names or "other".
 type Metrics struct {
 	HTTPRequests        *prometheus.CounterVec   // route, method, code
 	HTTPDuration        *prometheus.HistogramVec // route, method
