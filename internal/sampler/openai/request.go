@@ -175,7 +175,7 @@ func (p *Provider) encodeRequest(req *sampler.Request) ([]byte, error) {
 		cr.ResponseFormat = &responseFormat{Type: typeJSONSchema,
 			JSONSchema: jsonSchema{Name: schemaName, Schema: req.Schema, Strict: p.strict.compatible(req.Schema)}}
 	}
-	body, err := json.Marshal(cr)
+	body, err := cr.appendJSON(make([]byte, 0, 512))
 	if err != nil {
 		return nil, fmt.Errorf("openai: encode request: %w", err)
 	}
