@@ -152,7 +152,7 @@ func (p *Provider) Sample(ctx context.Context, req *sampler.Request) (*sampler.R
 		return nil, p.transportError(ctx, err)
 	}
 	var cr chatResponse
-	if err := sampler.DecodeReply(buf.Bytes(), &cr); err != nil {
+	if err := decodeReply(buf, &cr); err != nil {
 		return nil, &sampler.UpstreamError{Provider: p.name, Status: resp.StatusCode,
 			Message: "unreadable reply: " + p.redact.String(err.Error()), Err: p.redact.Error(err)}
 	}
