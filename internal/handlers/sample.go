@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/go-json-experiment/json/jsontext"
+
 	"github.com/sampled/sampled/internal/sampler"
 )
 
@@ -29,6 +31,55 @@ type sampleBody struct {
 	// ToolChoiceDraft is the draft spelling, accepted on input.
 	ToolChoiceDraft *sampler.ToolChoice `json:"tool_choice"`
 	Retries         *int                `json:"retries"`
+}
+
+// sampleNames are the members of a sampleBody, in the order readTokens
+// numbers them.
+var sampleNames = []string{"prompt", "messages", "systemPrompt", "maxTokens", "temperature", "stopSequences",
+	"metadata", "model", "schema", "tools", "retries"}
+
+// readTokens reads the body token by token, without reflection: every
+// sampling request has one (see decodeBody). It reads the members above
+// and reports false for the rest (modelPreferences and toolChoice, which
+// decode themselves, any other member, a null where a JSON value is kept),
+// leaving them to the reflecting decoder.
+func (b *sampleBody) readTokens(d *jsontext.Decoder, strict bool) bool {
+	return sampler.ReadObject(d, sampleNames, strict, func(i int) bool {
+		switch i {
+		case 0:
+			return readPointer(d, &b.Prompt, sampler.ReadString)
+		case 1:
+			return sampler.ReadArray(d, &b.Messages, func(m *json.RawMessage) bool { return sampler.ReadRaw(d, m) })
+		case 2:
+			return sampler.ReadString(d, &b.SystemPrompt)
+		case 3:
+			return readPointer(d, &b.MaxTokens, sampler.ReadInt)
+		case 4:
+			return readPointer(d, &b.Temperature, sampler.ReadFloat)
+		case 5:
+			return sampler.ReadArray(d, &b.StopSequences, func(s *string) bool { return sampler.ReadString(d, s) })
+		case 6:
+			return sampler.ReadRaw(d, &b.Metadata)
+		case 7:
+			return sampler.ReadString(d, &b.Model)
+		case 8:
+			return sampler.ReadRaw(d, &b.Schema)
+		case 9:
+			return sampler.ReadArray(d, &b.Tools, func(t *json.RawMessage) bool { return sampler.ReadRaw(d, t) })
+		}
+		return readPointer(d, &b.Retries, sampler.ReadInt)
+	})
+}
+
+func (b *sampleBody) reset() { *b = sampleBody{} }
+
+// readPointer reads a value into a new *p with read; null leaves *p nil.
+func readPointer[T any](d *jsontext.Decoder, p **T, read func(*jsontext.Decoder, *T) bool) bool {
+	if sampler.ReadNull(d) {
+		return true
+	}
+	*p = new(T)
+	return read(d, *p)
 }
 
 // resultBody is the body of a 200 response of POST /v1/sample and its

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"mime"
 	"net/http"
@@ -342,6 +343,12 @@ func (s *server) decodeBody(w http.ResponseWriter, r *http.Request, dst any, str
 	}
 	// Decoding copies what it keeps (strings, json.RawMessage): buf can be
 	// reused once it is done.
+	if tr, ok := dst.(tokenReader); ok {
+		if readTokens(buf, tr, strict) {
+			return nil
+		}
+		tr.reset()
+	}
 	opts := sampler.V1Options
 	if strict {
 		// Nested MCP objects decode themselves and stay open.
@@ -355,6 +362,35 @@ func (s *server) decodeBody(w http.ResponseWriter, r *http.Request, dst any, str
 		return jsonError("", err)
 	}
 	return nil
+}
+
+// tokenReader is a body that reads itself token by token, as the
+// reflecting decoder below would read it, or reports false (see
+// sampler.ReadObject); reset empties it for that decoder.
+type tokenReader interface {
+	readTokens(d *jsontext.Decoder, strict bool) bool
+	reset()
+}
+
+// bodyDecoders holds the token decoders of readTokens; noBody is what a
+// pooled one is left reading.
+var (
+	bodyDecoders = sync.Pool{New: func() any { return new(jsontext.Decoder) }}
+	noBody       = new(bytes.Buffer)
+)
+
+// readTokens reads the body in buf into tr, one value and nothing after it.
+func readTokens(buf *bytes.Buffer, tr tokenReader, strict bool) bool {
+	d := bodyDecoders.Get().(*jsontext.Decoder)
+	d.Reset(buf, sampler.DuplicateNamesRead)
+	ok := tr.readTokens(d, strict)
+	if ok {
+		_, err := d.ReadToken()
+		ok = err == io.EOF
+	}
+	d.Reset(noBody) // Reset neither reads nor writes it
+	bodyDecoders.Put(d)
+	return ok
 }
 
 // strictBodyOptions read a body as sampler.V1Options do and refuse

@@ -27,7 +27,7 @@ func checkDecodeReply(t *testing.T, in []byte) (fast bool) {
 		t.Fatalf("%q: decodeReply read\n%#v\nsampler.DecodeReply reads\n%#v", in, got, want)
 	}
 	var d jsontext.Decoder
-	d.Reset(bytes.NewBuffer(bytes.Clone(in)), duplicatesRead)
+	d.Reset(bytes.NewBuffer(bytes.Clone(in)), sampler.DuplicateNamesRead)
 	if !readCompletion(&d, &read) {
 		return false
 	}
