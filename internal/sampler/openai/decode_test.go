@@ -95,9 +95,9 @@ func TestDecodeReply(t *testing.T) {
 	}
 }
 
-// FuzzDecodeReply compares decodeReply with sampler.DecodeReply on any
+// FuzzReadCompletion compares decodeReply with sampler.DecodeReply on any
 // reply.
-func FuzzDecodeReply(f *testing.F) {
+func FuzzReadCompletion(f *testing.F) {
 	seedReplies(f, "replies", "errors")
 	f.Add([]byte(`{"choices":[{"message":{"content":"a","tool_calls":[{"id":"c","function":{"name":"f"}}]}}],"Usage":{}}`))
 	f.Fuzz(func(t *testing.T, in []byte) { checkDecodeReply(t, in) })
