@@ -10,7 +10,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"mime"
 	"net/http"
@@ -342,9 +341,10 @@ func (s *server) decodeBody(w http.ResponseWriter, r *http.Request, dst any, str
 		return badJSON("/", "the body is empty; send a JSON object")
 	}
 	// Decoding copies what it keeps (strings, json.RawMessage): buf can be
-	// reused once it is done.
+	// reused once it is done. The token reader consumes buf; body keeps
+	// its bytes for the decoder below.
 	if tr, ok := dst.(tokenReader); ok {
-		if readTokens(buf, tr, strict) {
+		if sampler.ReadAll(buf, func(d *jsontext.Decoder) bool { return tr.readTokens(d, strict) }) {
 			return nil
 		}
 		tr.reset()
@@ -364,33 +364,12 @@ func (s *server) decodeBody(w http.ResponseWriter, r *http.Request, dst any, str
 	return nil
 }
 
-// tokenReader is a body that reads itself token by token, as the
-// reflecting decoder below would read it, or reports false (see
+// tokenReader is a body that reads itself token by token, as decodeBody's
+// reflecting decoder would read it, or reports false (see
 // sampler.ReadObject); reset empties it for that decoder.
 type tokenReader interface {
 	readTokens(d *jsontext.Decoder, strict bool) bool
 	reset()
-}
-
-// bodyDecoders holds the token decoders of readTokens; noBody is what a
-// pooled one is left reading.
-var (
-	bodyDecoders = sync.Pool{New: func() any { return new(jsontext.Decoder) }}
-	noBody       = new(bytes.Buffer)
-)
-
-// readTokens reads the body in buf into tr, one value and nothing after it.
-func readTokens(buf *bytes.Buffer, tr tokenReader, strict bool) bool {
-	d := bodyDecoders.Get().(*jsontext.Decoder)
-	d.Reset(buf, sampler.DuplicateNamesRead)
-	ok := tr.readTokens(d, strict)
-	if ok {
-		_, err := d.ReadToken()
-		ok = err == io.EOF
-	}
-	d.Reset(noBody) // Reset neither reads nor writes it
-	bodyDecoders.Put(d)
-	return ok
 }
 
 // strictBodyOptions read a body as sampler.V1Options do and refuse

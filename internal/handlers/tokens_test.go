@@ -6,6 +6,9 @@ import (
 	"testing"
 
 	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+
+	"github.com/sampled/sampled/internal/sampler"
 )
 
 // checkSampleTokens fails unless a sampleBody read token by token holds
@@ -15,7 +18,7 @@ func checkSampleTokens(t *testing.T, in []byte) (read bool) {
 	t.Helper()
 	var want, got sampleBody
 	err := jsonv2.Unmarshal(in, &want, strictBodyOptions)
-	if !readTokens(bytes.NewBuffer(bytes.Clone(in)), &got, true) {
+	if !sampler.ReadAll(bytes.NewBuffer(bytes.Clone(in)), func(d *jsontext.Decoder) bool { return got.readTokens(d, true) }) {
 		return false
 	}
 	if err != nil || !reflect.DeepEqual(got, want) {

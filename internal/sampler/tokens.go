@@ -3,7 +3,9 @@ package sampler
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"strconv"
+	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -13,12 +15,32 @@ import (
 // its body and its provider's reply. Each reports false for anything it
 // does not read exactly as the reflecting decoder with V1Options would:
 // the caller then decodes the whole text that way, which gives every
-// input its meaning or its error. A jsontext.Decoder they read from is
-// made with DuplicateNamesRead.
+// input its meaning or its error.
 
-// DuplicateNamesRead is the decoder option of the Read functions:
-// ReadObject finds the duplicate names that matter.
-var DuplicateNamesRead = jsontext.AllowDuplicateNames(true)
+// decoders holds the token decoders of ReadAll; noInput is what a pooled
+// one is left reading. Names may repeat for the decoders: ReadObject finds
+// the repeated names that matter.
+var (
+	decoders      = sync.Pool{New: func() any { return new(jsontext.Decoder) }}
+	noInput       = new(bytes.Buffer)
+	repeatedNames = jsontext.AllowDuplicateNames(true)
+)
+
+// ReadAll reads the JSON text in buf with read and reports whether read
+// read it and nothing follows its value. It consumes buf: a slice of buf's
+// bytes taken before holds them still, for the reflecting decoder.
+func ReadAll(buf *bytes.Buffer, read func(d *jsontext.Decoder) bool) bool {
+	d := decoders.Get().(*jsontext.Decoder)
+	d.Reset(buf, repeatedNames)
+	ok := read(d)
+	if ok {
+		_, err := d.ReadToken()
+		ok = err == io.EOF
+	}
+	d.Reset(noInput) // Reset neither reads nor writes it
+	decoders.Put(d)
+	return ok
+}
 
 // ReadObject reads an object whose members are names, calling member with
 // the index of each name it holds, and skipping the members it does not

@@ -2,19 +2,10 @@ package openai
 
 import (
 	"bytes"
-	"io"
-	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/sampled/sampled/internal/sampler"
-)
-
-// replyDecoders holds the token decoders decodeReply reads replies with;
-// noReply is what a pooled one is left reading.
-var (
-	replyDecoders = sync.Pool{New: func() any { return new(jsontext.Decoder) }}
-	noReply       = new(bytes.Buffer)
 )
 
 // decodeReply decodes the chat completion in buf into cr as
@@ -25,13 +16,8 @@ var (
 // other reply is left to sampler.DecodeReply, which gives every reply
 // encoding/json's meaning or its error.
 func decodeReply(buf *bytes.Buffer, cr *chatResponse) error {
-	data := buf.Bytes() // the decoder reads buf, which nothing writes to
-	d := replyDecoders.Get().(*jsontext.Decoder)
-	d.Reset(buf, sampler.DuplicateNamesRead)
-	ok := readCompletion(d, cr)
-	d.Reset(noReply) // Reset neither reads nor writes it
-	replyDecoders.Put(d)
-	if ok {
+	data := buf.Bytes()
+	if sampler.ReadAll(buf, func(d *jsontext.Decoder) bool { return readCompletion(d, cr) }) {
 		return nil
 	}
 	*cr = chatResponse{}
@@ -52,7 +38,7 @@ var (
 // readCompletion reads a chat completion as decodeReply describes, and
 // reports whether it could.
 func readCompletion(d *jsontext.Decoder, cr *chatResponse) bool {
-	ok := sampler.ReadObject(d, replyNames, false, func(i int) bool {
+	return sampler.ReadObject(d, replyNames, false, func(i int) bool {
 		switch i {
 		case 0:
 			return sampler.ReadString(d, &cr.Model)
@@ -69,11 +55,6 @@ func readCompletion(d *jsontext.Decoder, cr *chatResponse) bool {
 		}
 		return false // an error member: sampler.DecodeReply keeps it as it came
 	})
-	if !ok {
-		return false
-	}
-	_, err := d.ReadToken()
-	return err == io.EOF // one value, nothing after it
 }
 
 func readChoice(d *jsontext.Decoder, c *chatChoice) bool {

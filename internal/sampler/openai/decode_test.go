@@ -26,9 +26,7 @@ func checkDecodeReply(t *testing.T, in []byte) (fast bool) {
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("%q: decodeReply read\n%#v\nsampler.DecodeReply reads\n%#v", in, got, want)
 	}
-	var d jsontext.Decoder
-	d.Reset(bytes.NewBuffer(bytes.Clone(in)), sampler.DuplicateNamesRead)
-	if !readCompletion(&d, &read) {
+	if !sampler.ReadAll(bytes.NewBuffer(bytes.Clone(in)), func(d *jsontext.Decoder) bool { return readCompletion(d, &read) }) {
 		return false
 	}
 	if wantErr != nil || !reflect.DeepEqual(read, want) {
