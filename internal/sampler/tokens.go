@@ -157,20 +157,19 @@ func ReadString(d *jsontext.Decoder, s *string) bool {
 
 // ReadInt reads an integer into n; null leaves n as it is.
 func ReadInt(d *jsontext.Decoder, n *int) bool {
-	if d.PeekKind() != '0' {
-		return ReadNull(d)
-	}
-	v, err := d.ReadValue()
-	if err != nil {
-		return false
-	}
-	i, err := strconv.ParseInt(string(v), 10, strconv.IntSize)
-	*n = int(i)
-	return err == nil
+	return readNumber(d, n, func(s string) (int, error) {
+		i, err := strconv.ParseInt(s, 10, strconv.IntSize)
+		return int(i), err
+	})
 }
 
 // ReadFloat reads a number into f; null leaves f as it is.
 func ReadFloat(d *jsontext.Decoder, f *float64) bool {
+	return readNumber(d, f, func(s string) (float64, error) { return strconv.ParseFloat(s, 64) })
+}
+
+// readNumber reads a number into p with parse; null leaves p as it is.
+func readNumber[T any](d *jsontext.Decoder, p *T, parse func(string) (T, error)) bool {
 	if d.PeekKind() != '0' {
 		return ReadNull(d)
 	}
@@ -178,7 +177,7 @@ func ReadFloat(d *jsontext.Decoder, f *float64) bool {
 	if err != nil {
 		return false
 	}
-	*f, err = strconv.ParseFloat(string(v), 64)
+	*p, err = parse(string(v))
 	return err == nil
 }
 
