@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log"
 	"net/http/httptest"
+	"slices"
 
 	"github.com/sampled/sampled/client"
 	"github.com/sampled/sampled/internal/app"
@@ -319,25 +320,46 @@ func ExampleClient_CancelLoop() {
 	// Output: 409 Loop already finished
 }
 
-// ListLoops pages through the runs, newest first. (The service adds
-// GET /v1/loops in a coming version; this example does not run.)
+// ListLoops pages through the runs, newest first.
 func ExampleClient_ListLoops() {
-	c, err := client.New("http://127.0.0.1:8080")
+	url, stop := runSampled()
+	defer stop()
+	c, err := client.New(url)
 	if err != nil {
 		log.Fatal(err)
 	}
-	opts := &client.ListLoopsOptions{Status: client.LoopRunning, Limit: 50}
-	for {
-		page, err := c.ListLoops(context.Background(), opts)
+	ctx := context.Background()
+	var ids []string
+	for _, prompt := range []string{"Please calculate 1 + 1", "Please calculate 2 + 2", "Please calculate 3 + 3"} {
+		started, err := c.StartLoop(ctx, &client.LoopRequest{Prompt: prompt, AllowedTools: []string{"std__calculate"}})
+		if err != nil {
+			log.Fatal(err)
+		}
+		for _, err := range c.Events(ctx, started.ID) { // wait for the end
+			if err != nil {
+				log.Fatal(err)
+			}
+		}
+		ids = append(ids, started.ID)
+	}
+
+	opts := &client.ListLoopsOptions{Status: client.LoopCompleted, Limit: 2}
+	for pages := 1; ; pages++ {
+		page, err := c.ListLoops(ctx, opts)
 		if err != nil {
 			log.Fatal(err)
 		}
 		for _, run := range page.Loops {
-			fmt.Println(run.ID, run.Status, run.CreatedAt)
+			newest := len(ids) - slices.Index(ids, run.ID) // 1 for the newest
+			fmt.Println("page", pages, "run started", newest, "from the end:", run.Status)
 		}
 		if page.Next == "" {
 			break
 		}
 		opts.Cursor = page.Next
 	}
+	// Output:
+	// page 1 run started 1 from the end: completed
+	// page 1 run started 2 from the end: completed
+	// page 2 run started 3 from the end: completed
 }
