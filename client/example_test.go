@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log"
 	"net/http/httptest"
-	"slices"
 
 	"github.com/sampled/sampled/client"
 	"github.com/sampled/sampled/internal/app"
@@ -329,7 +328,7 @@ func ExampleClient_ListLoops() {
 		log.Fatal(err)
 	}
 	ctx := context.Background()
-	var ids []string
+	prompts := map[string]string{} // by run id
 	for _, prompt := range []string{"Please calculate 1 + 1", "Please calculate 2 + 2", "Please calculate 3 + 3"} {
 		started, err := c.StartLoop(ctx, &client.LoopRequest{Prompt: prompt, AllowedTools: []string{"std__calculate"}})
 		if err != nil {
@@ -340,7 +339,7 @@ func ExampleClient_ListLoops() {
 				log.Fatal(err)
 			}
 		}
-		ids = append(ids, started.ID)
+		prompts[started.ID] = prompt
 	}
 
 	opts := &client.ListLoopsOptions{Status: client.LoopCompleted, Limit: 2}
@@ -350,8 +349,7 @@ func ExampleClient_ListLoops() {
 			log.Fatal(err)
 		}
 		for _, run := range page.Loops {
-			newest := len(ids) - slices.Index(ids, run.ID) // 1 for the newest
-			fmt.Println("page", pages, "run started", newest, "from the end:", run.Status)
+			fmt.Println("page", pages, run.Status, prompts[run.ID])
 		}
 		if page.Next == "" {
 			break
@@ -359,7 +357,7 @@ func ExampleClient_ListLoops() {
 		opts.Cursor = page.Next
 	}
 	// Output:
-	// page 1 run started 1 from the end: completed
-	// page 1 run started 2 from the end: completed
-	// page 2 run started 3 from the end: completed
+	// page 1 completed Please calculate 3 + 3
+	// page 1 completed Please calculate 2 + 2
+	// page 2 completed Please calculate 1 + 1
 }
