@@ -351,8 +351,8 @@ func TestMedian(t *testing.T) {
 }
 
 // TestPairs runs the c=1 pairs, small, and checks that each side gets its
-// row with a latency and, beside the floor, a difference. It asserts no
-// timing.
+// row with a latency and, beside the floor, a difference in µs and as a
+// part of the floor's latency. It asserts no timing.
 func TestPairs(t *testing.T) {
 	var out bytes.Buffer
 	if err := runPairs(t.Context(), pairsOptions{pairs: 3, n: 20}, &out); err != nil {
@@ -364,6 +364,9 @@ func TestPairs(t *testing.T) {
 		for _, side := range []string{"floor (control)", "sampled", "floor"} {
 			if strings.HasPrefix(strings.TrimSpace(line), side) {
 				rows[side] = strings.Count(line, "µs")
+				if side != "floor" && !strings.Contains(line, "%") {
+					t.Errorf("%s: no difference as a part of the floor's latency: %q", side, line)
+				}
 				break
 			}
 		}
