@@ -57,29 +57,19 @@ func runPairs(ctx context.Context, o pairsOptions, stdout io.Writer) error {
 			p50[side] = append(p50[side], float64(res[i].P50Ns)/1e3)
 		}
 	}
-	diffs := func(side string) []float64 {
-		d := make([]float64, o.pairs)
-		for i := range d {
-			d[i] = p50[side][i] - p50[sideFloor][i]
-		}
-		return d
-	}
-	// The difference as a part of the floor's own latency in the same
-	// round: the gap grows with the machine's slowness (docs/benchmarks.md,
-	// "Ninth round"), which an absolute difference alone does not show.
-	shares := func(side string) []float64 {
-		d := diffs(side)
-		for i := range d {
-			d[i] = 100 * d[i] / p50[sideFloor][i]
-		}
-		return d
-	}
 	fmt.Fprintf(stdout, "%17s  %8s  %14s  %12s  %s\n", "side", "c=1 p50", "minus floor", "of the floor", "middle half of the rounds' differences")
 	fmt.Fprintf(stdout, "%17s  %6.0fµs\n", sideFloor, median(p50[sideFloor]))
 	for _, side := range sides[1:] {
-		d := diffs(side)
+		// Each round's difference, in µs and as a part of the floor's own
+		// latency in that round: the gap grows with the machine's slowness
+		// (docs/benchmarks.md, "Ninth round"), which µs alone do not show.
+		d, share := make([]float64, o.pairs), make([]float64, o.pairs)
+		for i, floor := range p50[sideFloor] {
+			d[i] = p50[side][i] - floor
+			share[i] = 100 * d[i] / floor
+		}
 		s := slices.Sorted(slices.Values(d))
-		fmt.Fprintf(stdout, "%17s  %6.0fµs  %+12.1fµs  %+11.1f%%  %+.0f to %+.0f µs\n", side, median(p50[side]), median(d), median(shares(side)), s[len(s)/4], s[(3*len(s))/4])
+		fmt.Fprintf(stdout, "%17s  %6.0fµs  %+12.1fµs  %+11.1f%%  %+.0f to %+.0f µs\n", side, median(p50[side]), median(d), median(share), s[len(s)/4], s[(3*len(s))/4])
 	}
 	return nil
 }
