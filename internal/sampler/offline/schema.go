@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/kaptinlin/jsonpointer"
 )
 
 // schema is one subschema as the generator reads it: the keywords it builds
@@ -249,10 +251,11 @@ func (d *document) lookup(ref string) *schema {
 	if u, err := url.PathUnescape(frag); err == nil {
 		frag = u
 	}
-	toks := strings.Split(frag[1:], "/")
-	for i := range toks {
-		toks[i] = strings.ReplaceAll(strings.ReplaceAll(toks[i], "~1", "/"), "~0", "~")
+	ptr, err := jsonpointer.Parse(frag)
+	if err != nil {
+		return nil // a malformed escape such as "~2" names nothing
 	}
+	toks := ptr.Tokens()
 	for len(toks) > 0 {
 		var next *schema
 		cur.children(func(at []string, sub *schema) bool {
