@@ -328,7 +328,6 @@ func ExampleClient_ListLoops() {
 		log.Fatal(err)
 	}
 	ctx := context.Background()
-	prompts := map[string]string{} // by run id
 	for _, prompt := range []string{"Please calculate 1 + 1", "Please calculate 2 + 2", "Please calculate 3 + 3"} {
 		started, err := c.StartLoop(ctx, &client.LoopRequest{Prompt: prompt, AllowedTools: []string{"std__calculate"}})
 		if err != nil {
@@ -339,7 +338,6 @@ func ExampleClient_ListLoops() {
 				log.Fatal(err)
 			}
 		}
-		prompts[started.ID] = prompt
 	}
 
 	opts := &client.ListLoopsOptions{Status: client.LoopCompleted, Limit: 2}
@@ -349,7 +347,7 @@ func ExampleClient_ListLoops() {
 			log.Fatal(err)
 		}
 		for _, run := range page.Loops {
-			fmt.Println("page", pages, run.Status, prompts[run.ID])
+			fmt.Println("page", pages, run.Status, run.Result)
 		}
 		if page.Next == "" {
 			break
@@ -357,7 +355,7 @@ func ExampleClient_ListLoops() {
 		opts.Cursor = page.Next
 	}
 	// Output:
-	// page 1 completed Please calculate 3 + 3
-	// page 1 completed Please calculate 2 + 2
-	// page 2 completed Please calculate 1 + 1
+	// page 1 completed [offline] Tool results: std__calculate → "6"
+	// page 1 completed [offline] Tool results: std__calculate → "4"
+	// page 2 completed [offline] Tool results: std__calculate → "2"
 }
