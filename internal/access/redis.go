@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-redis/redis_rate/v10"
 	goredis "github.com/redis/go-redis/v9"
 )
 
@@ -46,8 +47,8 @@ type RedisOptions struct {
 // that every replica using the same Redis and Prefix shares one budget per
 // key. It implements SharedLimits.
 //
-// The rate is a GCRA (the token bucket of the in-process limiter, kept as
-// one "theoretical arrival time" per key) in one Lua script, on Redis's
+// The rate is redis_rate's GCRA (the token bucket of the in-process
+// limiter, kept as one "theoretical arrival time" per key), on Redis's
 // clock, so replicas' clocks do not matter.
 //
 // Running loops are a sorted set per key whose members are one random
@@ -61,7 +62,8 @@ type RedisOptions struct {
 // stops counting rather than counting forever.
 type RedisLimits struct {
 	observe func(op string, d time.Duration, err error)
-	c       goredis.Scripter
+	c       goredis.UniversalClient
+	rate    *redis_rate.Limiter
 	prefix  string
 	lease   time.Duration
 	limit   time.Duration
@@ -77,7 +79,7 @@ type RedisLimits struct {
 
 // NewRedisLimits returns limits kept in Redis through c, and starts
 // renewing the leases of the loops it counts until Close.
-func NewRedisLimits(c goredis.Scripter, o RedisOptions) *RedisLimits {
+func NewRedisLimits(c goredis.UniversalClient, o RedisOptions) *RedisLimits {
 	if o.Prefix == "" {
 		o.Prefix = DefaultLimitPrefix
 	}
@@ -93,7 +95,7 @@ func NewRedisLimits(c goredis.Scripter, o RedisOptions) *RedisLimits {
 	if o.Observe == nil {
 		o.Observe = func(string, time.Duration, error) {}
 	}
-	r := &RedisLimits{c: c, observe: o.Observe, prefix: o.Prefix, lease: o.Lease, limit: o.Timeout, log: o.Logger,
+	r := &RedisLimits{c: c, rate: redis_rate.NewLimiter(c), observe: o.Observe, prefix: o.Prefix, lease: o.Lease, limit: o.Timeout, log: o.Logger,
 		held: map[string]map[string]struct{}{}, stop: make(chan struct{}), done: make(chan struct{})}
 	go r.renew()
 	return r
@@ -107,27 +109,10 @@ func (r *RedisLimits) Close() {
 	<-r.done
 }
 
+// rateKey is the name of a key's rate for redis_rate, which starts it with
+// its own "rate:".
 func (r *RedisLimits) rateKey(name string) string  { return r.prefix + "limit:rate:" + name }
 func (r *RedisLimits) loopsKey(name string) string { return r.prefix + "limit:loops:" + name }
-
-// rateScript takes one request from a key's GCRA. KEYS[1] holds the
-// theoretical arrival time in microseconds of Redis's clock; ARGV[1] is
-// the interval between requests and ARGV[2] the burst. It returns 0 when
-// the request is allowed, otherwise the microseconds until one would be.
-// Numbers are formatted with %.0f: Lua's default form of large numbers
-// loses digits.
-var rateScript = goredis.NewScript(`
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
-local interval = tonumber(ARGV[1])
-local tat = tonumber(redis.call('GET', KEYS[1]) or now)
-if tat < now then tat = now end
-local newTat = tat + interval
-local allowAt = newTat - tonumber(ARGV[2]) * interval
-if now < allowAt then return allowAt - now end
-redis.call('SET', KEYS[1], string.format('%.0f', newTat), 'PX', math.ceil((newTat - now) / 1000))
-return 0
-`)
 
 // Allow takes one request from the key's rate of perMinute requests a
 // minute with the given burst, shared by every replica.
@@ -135,17 +120,16 @@ func (r *RedisLimits) Allow(ctx context.Context, key string, perMinute, burst in
 	if perMinute <= 0 {
 		return true, 0, nil
 	}
-	interval := max(int64(time.Minute/time.Microsecond)/int64(perMinute), 1)
 	ctx, cancel := context.WithTimeout(ctx, r.limit)
 	defer cancel()
 	start := time.Now()
-	wait, err := rateScript.Run(ctx, r.c, []string{r.rateKey(key)}, interval, max(burst, 1)).Int64()
+	res, err := r.rate.Allow(ctx, r.rateKey(key), redis_rate.Limit{Rate: perMinute, Burst: max(burst, 1), Period: time.Minute})
 	r.observe("limit_rate", time.Since(start), err)
 	if err != nil {
 		return false, 0, fmt.Errorf("rate limit in Redis: %w", err)
 	}
-	if wait > 0 {
-		return false, time.Duration(wait) * time.Microsecond, nil
+	if res.Allowed == 0 {
+		return false, res.RetryAfter, nil
 	}
 	return true, 0, nil
 }

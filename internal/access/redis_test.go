@@ -126,7 +126,7 @@ func TestSharedRateExpires(t *testing.T) {
 		rs[0].g.Allow(t.Context(), a)
 	}
 	c := redistest.Client(t, 1)
-	ttl, err := c.PTTL(t.Context(), rs[0].l.rateKey("a")).Result()
+	ttl, err := c.PTTL(t.Context(), "rate:"+rs[0].l.rateKey("a")).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
