@@ -3,7 +3,6 @@ package redis
 import (
 	"context"
 	"fmt"
-	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -95,7 +94,7 @@ func (s *Store) listen(ctx context.Context) error {
 func (s *Store) runFeed(feed *goredis.PubSub) {
 	defer s.wg.Done()
 	ready := false
-	backoff := time.Duration(0)
+	failures := 0
 	if err := feed.Subscribe(s.ctx, s.cancelChannel()); err != nil {
 		s.observe("subscribe_cancel", 0, err)
 	}
@@ -106,13 +105,13 @@ func (s *Store) runFeed(feed *goredis.PubSub) {
 				return
 			}
 			s.observe("receive_cancel", 0, err)
-			backoff = nextBackoff(backoff)
-			if retry.Sleep(s.ctx, backoff) != nil {
+			failures++
+			if retry.Sleep(s.ctx, s.backoff.Delay(failures, nil)) != nil {
 				return
 			}
 			continue
 		}
-		backoff = 0
+		failures = 0
 		switch m := msg.(type) {
 		case *goredis.Subscription:
 			if m.Kind != "subscribe" {

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 
@@ -205,12 +204,12 @@ func (s *Store) follow(f *follower) {
 	conn := s.reads.Conn()
 	defer func() { _ = conn.Close() }()
 	key := s.eventsKey(f.id)
-	backoff := time.Duration(0)
+	failures := 0
 	for {
 		if !s.keepFollowing(f) {
 			return
 		}
-		if backoff > 0 && retry.Sleep(s.ctx, backoff) != nil {
+		if failures > 0 && retry.Sleep(s.ctx, s.backoff.Delay(failures, nil)) != nil {
 			return
 		}
 		f.mu.Lock()
@@ -224,7 +223,7 @@ func (s *Store) follow(f *follower) {
 				return err
 			})
 			if err != nil {
-				backoff = nextBackoff(backoff)
+				failures++
 				_ = conn.Close()
 				conn = s.reads.Conn()
 				continue
@@ -257,10 +256,10 @@ func (s *Store) follow(f *follower) {
 			f.mu.Lock()
 			f.connID = 0
 			f.mu.Unlock()
-			backoff = nextBackoff(backoff)
+			failures++
 			continue
 		}
-		backoff = 0
+		failures = 0
 		if len(res) == 0 {
 			s.checkKept(f)
 			continue
@@ -308,11 +307,6 @@ func (s *Store) keepFollowing(f *follower) bool {
 		delete(s.followers, f.id)
 	}
 	return false
-}
-
-// nextBackoff doubles d, from 50ms up to maxBackoff.
-func nextBackoff(d time.Duration) time.Duration {
-	return min(max(2*d, 50*time.Millisecond), maxBackoff)
 }
 
 // deliver hands entries read by f's loop to its subscriptions without

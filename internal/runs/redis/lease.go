@@ -27,17 +27,16 @@ return 1
 // abandonScript ends a run whose lease expired, as add does, unless it is
 // no longer running or its lease is back; it marks the run 'lost' (see
 // setSnapshotScript). A run that is gone or finished leaves the running
-// runs. KEYS meta, events, lease, running; ARGV now, name, has data, data,
-// has snapshot, snapshot, max events, expires at, ttl (ms), run id. It
-// returns the terminal event's id, or 0 when it ended nothing.
+// runs. KEYS meta, events, lease, running; ARGV addArgs of a terminal
+// event. It returns the terminal event's id, or 0 when it ended nothing.
 var abandonScript = goredis.NewScript(alive + add + `
-if not alive(tonumber(ARGV[1])) or redis.call('HEXISTS', KEYS[1], 'exp') == 1 then
-  redis.call('SREM', KEYS[4], ARGV[10])
+if not alive(a.now) or redis.call('HEXISTS', KEYS[1], 'exp') == 1 then
+  redis.call('SREM', KEYS[4], a.id)
   return 0
 end
 if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
 redis.call('HSET', KEYS[1], 'lost', 1)
-return add(ARGV[2], ARGV[3], ARGV[4], '1', ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10], '')
+return add()
 `)
 
 // hold starts renewing the lease of run id.
@@ -157,12 +156,10 @@ func (s *Store) end(id string) {
 		snap = m.snapshot
 	}
 	name, data, final := s.abandon(id, snap, AbandonedReason)
-	hasData, d := presence(data)
-	hasSnap, fs := presence(final)
 	now := s.now()
+	args := addArgs{Now: now.UnixMilli(), ID: id, Name: name, Data: optional(data), Terminal: true, Snapshot: optional(final),
+		MaxEvents: s.maxEvents, ExpiresAt: now.Add(s.ttl).UnixMilli(), TTL: s.ttl.Milliseconds()}
 	_ = s.timed("abandon", func() error {
-		return abandonScript.Run(s.ctx, s.c, []string{s.metaKey(id), s.eventsKey(id), s.leaseKey(id), s.runningKey()},
-			now.UnixMilli(), name, hasData, d, hasSnap, fs,
-			s.maxEvents, now.Add(s.ttl).UnixMilli(), s.ttl.Milliseconds(), id).Err()
+		return abandonScript.Run(s.ctx, s.c, []string{s.metaKey(id), s.eventsKey(id), s.leaseKey(id), s.runningKey()}, args.String()).Err()
 	})
 }

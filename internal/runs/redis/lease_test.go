@@ -247,18 +247,18 @@ func TestRetriedAppendOnce(t *testing.T) {
 	if err := s.Create(ctx, "r", nil); err != nil {
 		t.Fatal(err)
 	}
-	run := func(op, retry string) int64 {
+	run := func(op string, retry bool) int64 {
 		t.Helper()
 		now := s.now()
-		n, err := appendScript.Run(ctx, s.c, []string{s.metaKey("r"), s.eventsKey("r"), s.leaseKey("r"), s.runningKey()},
-			now.UnixMilli(), "tool.completed", "0", "", "0", "0", "", s.maxEvents, now.Add(s.ttl).UnixMilli(), s.ttl.Milliseconds(),
-			"r", op, retry).Int64()
+		args := addArgs{Now: now.UnixMilli(), ID: "r", Name: "tool.completed", MaxEvents: s.maxEvents,
+			ExpiresAt: now.Add(s.ttl).UnixMilli(), TTL: s.ttl.Milliseconds(), Op: op, Retry: retry}
+		n, err := appendScript.Run(ctx, s.c, []string{s.metaKey("r"), s.eventsKey("r"), s.leaseKey("r"), s.runningKey()}, args.String()).Int64()
 		if err != nil {
 			t.Fatal(err)
 		}
 		return n
 	}
-	got := []int64{run("x.1", "0"), run("x.2", "0"), run("x.1", "1"), run("x.3", "1")}
+	got := []int64{run("x.1", false), run("x.2", false), run("x.1", true), run("x.3", true)}
 	if diff := cmp.Diff([]int64{1, 2, 1, 3}, got); diff != "" {
 		t.Errorf("ids (-want +got):\n%s", diff)
 	}

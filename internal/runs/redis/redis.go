@@ -72,9 +72,6 @@ const (
 	// readCount is how many entries one XREAD of a live loop returns at
 	// most.
 	readCount = 512
-	// maxBackoff bounds the wait between retries of a live loop or the
-	// cancellation feed after a Redis error.
-	maxBackoff = 2 * time.Second
 	// defaultLease is Options.Lease's default.
 	defaultLease = 10 * time.Second
 	// defaultRetry is Options.Retry's default.
@@ -153,8 +150,9 @@ type Store struct {
 	lease     time.Duration
 	abandon   func(id string, snapshot json.RawMessage, reason string) (string, json.RawMessage, json.RawMessage)
 	retry     time.Duration
-	token     string       // this Store's leases and appends carry it
-	ops       atomic.Int64 // numbers this Store's appends, for dedup
+	backoff   retry.Upstream // the waits between tries after a Redis error
+	token     string         // this Store's leases and appends carry it
+	ops       atomic.Int64   // numbers this Store's appends, for dedup
 
 	hmu  sync.Mutex          // guards held
 	held map[string]struct{} // the runs whose lease this Store renews
@@ -195,6 +193,7 @@ func New(c *goredis.Client, o Options) *Store {
 		lease:     o.Lease,
 		abandon:   o.Abandon,
 		retry:     o.Retry,
+		backoff:   retry.Upstream{BaseDelay: 50 * time.Millisecond, MaxDelay: 2 * time.Second},
 		held:      make(map[string]struct{}),
 		followers: make(map[string]*follower),
 		feedReady: make(chan struct{}),
@@ -309,60 +308,102 @@ end
 return 1
 `)
 
-// add is the prelude of the scripts that add an event: it adds one to the
-// stream of KEYS[2] and, for the terminal one, marks the run of KEYS[1]
-// finished, sets its snapshot and its keys' expiry, drops its lease
-// (KEYS[3]) and takes it out of the running runs (KEYS[4]). The event's
-// entry carries op, which names the append, so that a retry finds it.
+// addArgs name the event a script adds, and the run's state that changes
+// with it: the one argument of appendScript and abandonScript, encoded
+// with encoding/json and decoded with cjson.
+type addArgs struct {
+	// Now is the store's clock, in ms, by which the run is alive.
+	Now int64 `json:"now"`
+	// ID is the run's id.
+	ID string `json:"id"`
+	// Name, Data and Terminal are the event's.
+	Name     string  `json:"name"`
+	Data     *string `json:"data,omitempty"`
+	Terminal bool    `json:"terminal,omitempty"`
+	// Snapshot replaces the run's with the terminal event.
+	Snapshot *string `json:"snapshot,omitempty"`
+	// MaxEvents caps the stream.
+	MaxEvents int `json:"maxEvents"`
+	// ExpiresAt (ms by the store's clock) and TTL (ms) are when a finished
+	// run's keys expire.
+	ExpiresAt int64 `json:"expiresAt"`
+	TTL       int64 `json:"ttl"`
+	// Op names the append, so that a retry finds its event; "" for none.
+	Op string `json:"op,omitempty"`
+	// Retry says the append was tried before: appendScript first looks
+	// for Op among the latest entries.
+	Retry bool `json:"retry,omitempty"`
+}
+
+// String is a's JSON text, for a script's ARGV.
+func (a addArgs) String() string {
+	b, _ := json.Marshal(a) // strings, numbers and booleans: it cannot fail
+	return string(b)
+}
+
+// optional is b as a string, or nil when b is nil.
+func optional(b json.RawMessage) *string {
+	if b == nil {
+		return nil
+	}
+	s := string(b)
+	return &s
+}
+
+// add is the prelude of the scripts that add an event: it decodes their
+// addArgs from ARGV[1], adds the event to the stream of KEYS[2] and, for
+// the terminal one, marks the run of KEYS[1] finished, sets its snapshot
+// and its keys' expiry, drops its lease (KEYS[3]) and takes it out of the
+// running runs (KEYS[4]). The event's entry carries the op, so that a
+// retry finds it.
 const add = `
-local function add(name, hasData, data, terminal, hasSnap, snap, maxEvents, expAt, ttl, id, op)
+local a = cjson.decode(ARGV[1])
+local function add()
   local n = redis.call('HINCRBY', KEYS[1], 'last', 1)
-  local x = {'XADD', KEYS[2], 'MAXLEN', maxEvents, n .. '-0', 'n', name}
-  if hasData == '1' then
+  local x = {'XADD', KEYS[2], 'MAXLEN', a.maxEvents, n .. '-0', 'n', a.name}
+  if a.data then
     table.insert(x, 'd')
-    table.insert(x, data)
+    table.insert(x, a.data)
   end
-  if terminal == '1' then
+  if a.terminal then
     table.insert(x, 't')
     table.insert(x, '1')
   end
-  if op ~= '' then
+  if a.op then
     table.insert(x, 'o')
-    table.insert(x, op)
+    table.insert(x, a.op)
   end
   redis.call(unpack(x))
-  if terminal == '1' then
-    redis.call('HSET', KEYS[1], 'exp', expAt)
-    if hasSnap == '1' then redis.call('HSET', KEYS[1], 'snap', snap) end
-    redis.call('PEXPIRE', KEYS[1], ttl)
-    redis.call('PEXPIRE', KEYS[2], ttl)
+  if a.terminal then
+    redis.call('HSET', KEYS[1], 'exp', a.expiresAt)
+    if a.snapshot then redis.call('HSET', KEYS[1], 'snap', a.snapshot) end
+    redis.call('PEXPIRE', KEYS[1], a.ttl)
+    redis.call('PEXPIRE', KEYS[2], a.ttl)
     redis.call('DEL', KEYS[3])
-    redis.call('SREM', KEYS[4], id)
+    redis.call('SREM', KEYS[4], a.id)
   end
   return n
 end
 `
 
 // appendScript adds an event as add does, to a running run. KEYS meta,
-// events, lease, running; ARGV now, name, has data, data, terminal, has
-// snapshot, snapshot, max events, expires at (ms, by the store's clock),
-// ttl (ms), run id, op, retry. A retry ('1') first looks for op among the
-// latest entries and answers the id of the entry it finds: the first try
-// added it, but its answer was lost. It returns the event's id.
+// events, lease, running; ARGV addArgs. A retry first looks for its op
+// among the latest entries and answers the id of the entry it finds: the
+// first try added it, but its answer was lost. It returns the event's id.
 var appendScript = goredis.NewScript(alive + add + `
-if ARGV[13] == '1' then
+if a.retry then
   for _, e in ipairs(redis.call('XREVRANGE', KEYS[2], '+', '-', 'COUNT', ` + strconv.Itoa(dedupWindow) + `)) do
     local f = e[2]
     for i = 1, #f, 2 do
-      if f[i] == 'o' and f[i + 1] == ARGV[12] then
+      if f[i] == 'o' and f[i + 1] == a.op then
         return tonumber(string.match(e[1], '^(%d+)'))
       end
     end
   end
 end
-if not alive(tonumber(ARGV[1])) then return redis.error_reply('` + errNotFound + `') end
+if not alive(a.now) then return redis.error_reply('` + errNotFound + `') end
 if redis.call('HEXISTS', KEYS[1], 'exp') == 1 then return redis.error_reply('` + errFinished + `') end
-return add(ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6], ARGV[7], ARGV[8], ARGV[9], ARGV[10], ARGV[11], ARGV[12])
+return add()
 `)
 
 // cancelScript: KEYS meta; ARGV now, channel, run id.
@@ -535,23 +576,20 @@ func (s *Store) Finish(ctx context.Context, id, name string, data, snapshot json
 // Finish failed for good, so that a janitor ends the run once Redis
 // answers again.
 func (s *Store) append(ctx context.Context, id, name string, data, snapshot json.RawMessage, terminal bool) (runs.Event, error) {
-	hasData, d := presence(data)
-	hasSnap, snap := presence(snapshot)
-	term, opName := "0", "append"
+	opName := "append"
 	if terminal {
-		term, opName = "1", "finish"
+		opName = "finish"
 	}
-	op := s.token[:8] + "." + strconv.FormatInt(s.ops.Add(1), 36)
+	args := addArgs{ID: id, Name: name, Data: optional(data), Terminal: terminal, Snapshot: optional(snapshot),
+		MaxEvents: s.maxEvents, TTL: s.ttl.Milliseconds(), Op: s.token[:8] + "." + strconv.FormatInt(s.ops.Add(1), 36)}
 	deadline := time.Now().Add(s.retry)
-	retried, backoff := "0", time.Duration(0)
-	for {
+	for attempt := 1; ; attempt++ {
 		now := s.now()
+		args.Now, args.ExpiresAt = now.UnixMilli(), now.Add(s.ttl).UnixMilli()
 		var n int64
 		err := s.timed(opName, func() error {
 			var err error
-			n, err = appendScript.Run(ctx, s.c, []string{s.metaKey(id), s.eventsKey(id), s.leaseKey(id), s.runningKey()},
-				now.UnixMilli(), name, hasData, d, term, hasSnap, snap,
-				s.maxEvents, now.Add(s.ttl).UnixMilli(), s.ttl.Milliseconds(), id, op, retried).Int64()
+			n, err = appendScript.Run(ctx, s.c, []string{s.metaKey(id), s.eventsKey(id), s.leaseKey(id), s.runningKey()}, args.String()).Int64()
 			return err
 		})
 		if err == nil {
@@ -565,15 +603,15 @@ func (s *Store) append(ctx context.Context, id, name string, data, snapshot json
 			s.unhold(id)
 			return runs.Event{}, err
 		}
-		backoff = nextBackoff(backoff)
-		if !retryable(err) || ctx.Err() != nil || time.Now().Add(backoff).After(deadline) {
+		wait := s.backoff.Delay(attempt, nil)
+		if !retryable(err) || ctx.Err() != nil || time.Now().Add(wait).After(deadline) {
 			if terminal {
 				s.unhold(id)
 			}
 			return runs.Event{}, err
 		}
-		retried = "1"
-		if retry.Sleep(ctx, backoff) != nil {
+		args.Retry = true
+		if retry.Sleep(ctx, wait) != nil {
 			return runs.Event{}, errors.Join(err, ctx.Err())
 		}
 	}
