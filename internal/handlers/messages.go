@@ -35,8 +35,9 @@ func (s *server) handleMessages(w http.ResponseWriter, r *http.Request) {
 		s.writeMessagesError(w, r, err)
 		return
 	}
+	p.Caller = "messages"
 	res, err := s.sampler.Sample(r.Context(), p)
-	s.sampled(r.Context(), "messages", p, res, err)
+	s.sampled(r.Context(), p, res, err)
 	if err != nil {
 		s.writeMessagesError(w, r, err)
 		return

@@ -238,15 +238,16 @@ func (s *server) serveSample(w http.ResponseWriter, r *http.Request, endpoint st
 		s.writeError(w, r, err)
 		return
 	}
+	p.Caller = endpoint
 	res, err := run(r.Context(), p)
-	// The answer is sent first (writeBody flushes it); counting and the
-	// log line's attributes come after.
+	// The answer is sent first (writeBody flushes it); the log line's
+	// attributes come after.
 	if err != nil {
 		s.writeError(w, r, err)
 	} else {
 		s.writeJSON(w, http.StatusOK, newResultBody(res))
 	}
-	s.sampled(r.Context(), endpoint, p, res, err)
+	s.sampled(r.Context(), p, res, err)
 }
 
 func (s *server) handleSample(w http.ResponseWriter, r *http.Request) {
@@ -261,14 +262,13 @@ func (s *server) handleSampleTools(w http.ResponseWriter, r *http.Request) {
 	s.serveSample(w, r, "sample_tools", s.sampler.SampleTools)
 }
 
-// sampled counts a finished sampling request and adds its outcome (never
-// the prompt) to the request's log line.
-func (s *server) sampled(ctx context.Context, endpoint string, p *sampler.Params, res *sampler.Result, err error) {
-	outcome, modelID := sampler.Outcome(ctx, res, err)
+// sampled adds the outcome of a finished sampling request (never the
+// prompt) to the request's log line; the sampling service counted it.
+func (s *server) sampled(ctx context.Context, p *sampler.Params, res *sampler.Result, err error) {
+	outcome, _ := sampler.Outcome(ctx, res, err)
 	mode := p.Mode()
-	s.metrics.CountSample(endpoint, mode, modelID, outcome)
 	var buf [6]slog.Attr // addLog copies them: no allocation
-	attrs := append(buf[:0], slog.String("endpoint", endpoint), slog.String("mode", mode), slog.String("outcome", outcome))
+	attrs := append(buf[:0], slog.String("endpoint", p.Caller), slog.String("mode", mode), slog.String("outcome", outcome))
 	var ex *sampler.ExhaustedError
 	switch {
 	case err == nil:

@@ -222,9 +222,8 @@ func (h *Host) createMessage(ctx context.Context, req *tools.SamplingRequest) (*
 			req.Progress(ctx, float64(attempt-1), msg)
 		}
 	}
+	p.Caller = "mcp_host"
 	res, err := h.o.Sampler.Sample(ctx, p)
-	outcome, modelID := sampler.Outcome(ctx, res, err)
-	h.o.Metrics.CountSample("mcp_host", p.Mode(), modelID, outcome)
 	if err != nil {
 		return nil, samplingError(ctx, err)
 	}

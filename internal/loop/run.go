@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -154,90 +155,115 @@ func (r *run) run(parent context.Context, cancel context.CancelCauseFunc) {
 	start := time.Now()
 	ctx, stop := context.WithTimeoutCause(parent, r.lim.timeout, context.DeadlineExceeded)
 	defer stop()
-
 	r.emit(EventLoopStarted, startedEvent{ID: r.id, TraceID: r.snap.TraceID, Origin: r.snap.Origin, Model: r.spec.ModelSpec, Tools: r.snap.Tools,
 		MaxIterations: r.lim.maxIterations, TimeoutMs: r.lim.timeout.Milliseconds()})
-
-	msgs := append([]sampler.Message(nil), r.spec.Messages...)
-	status, errText := StatusMaxIterations, ""
-	iterations := r.lim.maxIterations
+	status, errText := StatusFailed, "the run store failed"
 	if err := r.watchCancel(parent, cancel); err != nil {
 		// A loop that could not be cancelled does not run.
 		r.log.Error("watch for cancellation", "error", err)
-		status, errText, iterations = StatusFailed, "the run store failed", 0
-	}
-	for it := 1; it <= iterations; it++ {
-		itStart := time.Now()
-		choice := r.spec.ToolChoice
-		if it > 1 && choice != nil && (choice.Mode == sampler.ToolChoiceRequired || choice.Mode == sampler.ToolChoiceTool) {
-			choice = &sampler.ToolChoice{Mode: sampler.ToolChoiceAuto}
-		}
-		if it == r.lim.maxIterations && len(r.defs) > 0 {
-			choice = &sampler.ToolChoice{Mode: sampler.ToolChoiceNone}
-		}
-		p := &sampler.Params{
-			Request: sampler.Request{Messages: msgs, SystemPrompt: r.spec.SystemPrompt, MaxTokens: r.lim.maxTokens,
-				Temperature: r.spec.Temperature, Tools: r.defs, ToolChoice: choice},
-			ModelSpec: r.spec.ModelSpec, ModelPreferences: r.spec.ModelPreferences,
-			// The loop answers bad calls itself, where the model reads them.
-			LenientToolCalls: true,
-		}
-		if len(r.defs) == 0 {
-			p.ToolChoice = nil
-		}
-		res, err := r.e.o.Sampler.Sample(ctx, p)
-		outcome, modelID := sampler.Outcome(ctx, res, err)
-		r.e.o.Metrics.CountSample("loops", p.Mode(), modelID, outcome)
-		if err != nil {
-			status, errText = r.failure(ctx, err)
-			break
-		}
-		r.snap.Model = res.Provider + "/" + res.Model
-		r.snap.Iterations = it
-		r.snap.Usage = r.snap.Usage.Add(res.Usage)
-		calls := res.ToolCalls
-		if calls == nil {
-			calls = []sampler.ToolCall{}
-		}
-		r.emit(EventModelCompleted, modelEvent{Iteration: it, Model: r.snap.Model, StopReason: res.StopReason, Text: res.Text,
-			ToolCalls: calls, Usage: res.Usage, DurationMs: time.Since(itStart).Milliseconds()})
-		content := res.Content
-		if len(content) == 0 {
-			content = []sampler.Content{sampler.TextBlock("")}
-		}
-		msgs = append(msgs, sampler.AssistantMessage(content...))
-		r.snap.Messages = msgs
-		if len(calls) == 0 {
-			r.snap.Result = res.Text
-			status = StatusCompleted
-			r.emit(EventIterationCompleted, iterationEvent{TraceID: r.snap.TraceID, Iteration: it, ToolCalls: []string{},
-				DurationMs: time.Since(itStart).Milliseconds()})
-			r.iterated(it)
-			break
-		}
-		if it == r.lim.maxIterations {
-			// The model still wants tools on the last allowed iteration.
-			r.emit(EventIterationCompleted, iterationEvent{TraceID: r.snap.TraceID, Iteration: it, ToolCalls: names(calls),
-				DurationMs: time.Since(itStart).Milliseconds()})
-			r.iterated(it)
-			break
-		}
-		results := r.callTools(ctx, it, calls)
-		msgs = append(msgs, sampler.UserMessage(results...))
-		r.snap.Messages = msgs
-		r.save()
-		r.emit(EventIterationCompleted, iterationEvent{TraceID: r.snap.TraceID, Iteration: it, ToolCalls: names(calls),
-			DurationMs: time.Since(itStart).Milliseconds()})
-		r.iterated(it)
-		if ctx.Err() != nil {
-			status, errText = r.failure(ctx, ctx.Err())
-			break
-		}
+	} else {
+		status, errText = r.iterate(ctx)
 	}
 	if errors.Is(context.Cause(ctx), errStore) {
 		// Whatever the loop came to, its log lacks an event.
 		status, errText = r.failure(ctx, errStore)
 	}
+	r.end(start, status, errText)
+}
+
+// iterate runs the iterations until the model answers in text, a limit is
+// reached or the loop fails, and returns the loop's status.
+func (r *run) iterate(ctx context.Context) (status, errText string) {
+	r.snap.Messages = slices.Clone(r.spec.Messages)
+	for it := 1; it <= r.lim.maxIterations; it++ {
+		start := time.Now()
+		res, err := r.sample(ctx, it)
+		if err != nil {
+			return r.failure(ctx, err)
+		}
+		calls := r.answered(it, res, start)
+		switch {
+		case len(calls) == 0:
+			r.snap.Result = res.Text
+			r.endIteration(it, calls, start)
+			return StatusCompleted, ""
+		case it == r.lim.maxIterations:
+			// The model still wants tools on the last allowed iteration.
+			r.endIteration(it, calls, start)
+			return StatusMaxIterations, ""
+		}
+		r.snap.Messages = append(r.snap.Messages, sampler.UserMessage(r.callTools(ctx, it, calls)...))
+		r.save()
+		r.endIteration(it, calls, start)
+		if ctx.Err() != nil {
+			return r.failure(ctx, ctx.Err())
+		}
+	}
+	return StatusMaxIterations, ""
+}
+
+// sample asks the model for iteration it of the transcript.
+func (r *run) sample(ctx context.Context, it int) (*sampler.Result, error) {
+	return r.e.o.Sampler.Sample(ctx, &sampler.Params{
+		Request: sampler.Request{Messages: r.snap.Messages, SystemPrompt: r.spec.SystemPrompt, MaxTokens: r.lim.maxTokens,
+			Temperature: r.spec.Temperature, Tools: r.defs, ToolChoice: r.toolChoice(it)},
+		ModelSpec: r.spec.ModelSpec, ModelPreferences: r.spec.ModelPreferences,
+		// The loop answers bad calls itself, where the model reads them.
+		LenientToolCalls: true,
+		Caller:           "loops",
+	})
+}
+
+// toolChoice is the tool choice of iteration it: a forced choice holds for
+// the first iteration only, and the last allowed iteration calls no tool,
+// so that the model answers in text.
+func (r *run) toolChoice(it int) *sampler.ToolChoice {
+	choice := r.spec.ToolChoice
+	switch {
+	case len(r.defs) == 0:
+		return nil
+	case it == r.lim.maxIterations:
+		return &sampler.ToolChoice{Mode: sampler.ToolChoiceNone}
+	case it > 1 && choice != nil && (choice.Mode == sampler.ToolChoiceRequired || choice.Mode == sampler.ToolChoiceTool):
+		return &sampler.ToolChoice{Mode: sampler.ToolChoiceAuto}
+	}
+	return choice
+}
+
+// answered records the model's answer of iteration it, begun at start:
+// in the snapshot, the transcript and a model.completed event. It returns
+// the answer's tool calls.
+func (r *run) answered(it int, res *sampler.Result, start time.Time) []sampler.ToolCall {
+	r.snap.Model = res.Provider + "/" + res.Model
+	r.snap.Iterations = it
+	r.snap.Usage = r.snap.Usage.Add(res.Usage)
+	calls := res.ToolCalls
+	if calls == nil {
+		calls = []sampler.ToolCall{}
+	}
+	r.emit(EventModelCompleted, modelEvent{Iteration: it, Model: r.snap.Model, StopReason: res.StopReason, Text: res.Text,
+		ToolCalls: calls, Usage: res.Usage, DurationMs: time.Since(start).Milliseconds()})
+	content := res.Content
+	if len(content) == 0 {
+		content = []sampler.Content{sampler.TextBlock("")}
+	}
+	r.snap.Messages = append(r.snap.Messages, sampler.AssistantMessage(content...))
+	return calls
+}
+
+// endIteration records the end of iteration it, begun at start, whose
+// answer called calls.
+func (r *run) endIteration(it int, calls []sampler.ToolCall, start time.Time) {
+	r.emit(EventIterationCompleted, iterationEvent{TraceID: r.snap.TraceID, Iteration: it, ToolCalls: names(calls),
+		DurationMs: time.Since(start).Milliseconds()})
+	if r.onIteration != nil {
+		r.onIteration(it)
+	}
+}
+
+// end records the end of the loop begun at start: its final snapshot, its
+// metrics and the terminal event.
+func (r *run) end(start time.Time, status, errText string) {
 	now := time.Now().UTC()
 	r.snap.Status, r.snap.Error, r.snap.FinishedAt = status, errText, &now
 	r.e.o.Metrics.LoopsTotal.WithLabelValues(status).Inc()
@@ -267,13 +293,6 @@ func Abandoned(id string, snapshot json.RawMessage, reason string) (name string,
 		DurationMs: took, Result: snap.Result, Error: reason, Usage: snap.Usage})
 	final, _ = json.Marshal(snap)
 	return EventLoopCompleted, data, final
-}
-
-// iterated tells onIteration, if any, that iteration it ended.
-func (r *run) iterated(it int) {
-	if r.onIteration != nil {
-		r.onIteration(it)
-	}
 }
 
 // failure names the terminal status of a loop whose model call failed.

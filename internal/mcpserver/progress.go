@@ -75,6 +75,13 @@ func (o observer) Exhausted(method string) {
 	}
 }
 
+// Sampled implements sampler.Observer.
+func (o observer) Sampled(caller, mode, modelID, outcome string) {
+	if o.base != nil {
+		o.base.Sampled(caller, mode, modelID, outcome)
+	}
+}
+
 // Overhead implements sampler.Observer.
 func (o observer) Overhead(d time.Duration) {
 	if o.base != nil {

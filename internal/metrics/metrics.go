@@ -161,22 +161,6 @@ func New(reg prometheus.Registerer) *Metrics {
 	return m
 }
 
-// CountSample counts a finished sampling request. modelID is the configured
-// model ("provider/model") that answered or failed, empty when none was
-// called; its values are bounded by the configuration.
-func (m *Metrics) CountSample(endpoint, mode, modelID, outcome string) {
-	k := sampleKey{endpoint, mode, modelID, outcome}
-	c, ok := m.samples.Load(k)
-	if !ok {
-		provider, model := "other", "other"
-		if p, _, ok := strings.Cut(modelID, "/"); ok {
-			provider, model = p, modelID
-		}
-		c, _ = m.samples.LoadOrStore(k, m.Samples.WithLabelValues(endpoint, mode, provider, model, outcome))
-	}
-	c.(prometheus.Counter).Inc()
-}
-
 // sampleKey names a series of Samples; the series are looked up once.
 type sampleKey struct{ endpoint, mode, modelID, outcome string }
 
@@ -206,3 +190,23 @@ func (s Sampling) Exhausted(method string) { s.m.ValidationExhausted.WithLabelVa
 
 // Overhead observes the time a request spent in sampled itself.
 func (s Sampling) Overhead(d time.Duration) { s.m.GatewayOverhead.Observe(d.Seconds()) }
+
+// Sampled counts a finished sampling request under its caller's endpoint
+// label; a request without one is not counted. modelID is the configured
+// model ("provider/model") that answered or failed, empty when none was
+// called; its values are bounded by the configuration.
+func (s Sampling) Sampled(endpoint, mode, modelID, outcome string) {
+	if endpoint == "" {
+		return
+	}
+	k := sampleKey{endpoint, mode, modelID, outcome}
+	c, ok := s.m.samples.Load(k)
+	if !ok {
+		provider, model := "other", "other"
+		if p, _, ok := strings.Cut(modelID, "/"); ok {
+			provider, model = p, modelID
+		}
+		c, _ = s.m.samples.LoadOrStore(k, s.m.Samples.WithLabelValues(endpoint, mode, provider, model, outcome))
+	}
+	c.(prometheus.Counter).Inc()
+}

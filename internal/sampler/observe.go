@@ -26,6 +26,10 @@ type Observer interface {
 	// Overhead: the time a request spent in the Service, provider calls and
 	// the waits between their retries excluded.
 	Overhead(d time.Duration)
+	// Sampled: a request of Sample, SampleSchema or SampleTools ended.
+	// caller is its Params.Caller, mode its mode; outcome and modelID are
+	// what Outcome says of it.
+	Sampled(caller, mode, modelID, outcome string)
 }
 
 // Kinds of answers that fail validation.
@@ -43,10 +47,11 @@ const (
 
 type nopObserver struct{}
 
-func (nopObserver) UpstreamRetry(string, string)       {}
-func (nopObserver) AnswerInvalid(string, string, bool) {}
-func (nopObserver) Exhausted(string)                   {}
-func (nopObserver) Overhead(time.Duration)             {}
+func (nopObserver) UpstreamRetry(string, string)           {}
+func (nopObserver) AnswerInvalid(string, string, bool)     {}
+func (nopObserver) Exhausted(string)                       {}
+func (nopObserver) Overhead(time.Duration)                 {}
+func (nopObserver) Sampled(string, string, string, string) {}
 
 // Outcomes of a sampling request, as Outcome names them.
 const (

@@ -123,4 +123,7 @@ type Params struct {
 	// an error tool_result the model reads, and stops at maxIterations when
 	// the model still calls tools on its last iteration.
 	LenientToolCalls bool
+	// Caller names who asks (an endpoint, the loop engine, the MCP host)
+	// to the Observer when the request ends (Observer.Sampled).
+	Caller string
 }

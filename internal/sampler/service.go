@@ -120,6 +120,18 @@ func (s *Service) DefaultMaxTokens() int { return s.defaultMaxTokens }
 // when they run out Sample returns an *ExhaustedError with Method
 // MethodSample. Params.LenientToolCalls turns these checks off.
 func (s *Service) Sample(ctx context.Context, p *Params) (*Result, error) {
+	res, err := s.sample(ctx, p)
+	s.sampled(ctx, p, res, err)
+	return res, err
+}
+
+// sampled tells the observer how a request of p ended.
+func (s *Service) sampled(ctx context.Context, p *Params, res *Result, err error) {
+	outcome, modelID := Outcome(ctx, res, err)
+	s.observe.Sampled(p.Caller, p.Mode(), modelID, outcome)
+}
+
+func (s *Service) sample(ctx context.Context, p *Params) (*Result, error) {
 	if p.Mode() == ModeTools && !p.LenientToolCalls {
 		return s.guaranteed(ctx, p, MethodSample)
 	}
@@ -146,33 +158,38 @@ func (s *Service) Sample(ctx context.Context, p *Params) (*Result, error) {
 // SampleSchema samples in schema mode until the answer parses and
 // validates, sending corrective feedback after each failure. It returns an
 // *ExhaustedError when the attempts run out.
-func (s *Service) SampleSchema(ctx context.Context, p *Params) (*Result, error) {
-	if len(p.Schema) == 0 {
-		return nil, Invalid("/schema", "schema is required")
+func (s *Service) SampleSchema(ctx context.Context, p *Params) (res *Result, err error) {
+	switch {
+	case len(p.Schema) == 0:
+		err = Invalid("/schema", "schema is required")
+	case len(p.Tools) > 0:
+		err = Invalid("/tools", "schema and tools are mutually exclusive")
+	default:
+		res, err = s.guaranteed(ctx, p, MethodSchema)
 	}
-	if len(p.Tools) > 0 {
-		return nil, Invalid("/tools", "schema and tools are mutually exclusive")
-	}
-	return s.guaranteed(ctx, p, MethodSchema)
+	s.sampled(ctx, p, res, err)
+	return res, err
 }
 
 // SampleTools samples in tools mode until at least one valid tool call
 // comes back: every call names a declared tool and its arguments validate
 // against that tool's inputSchema. ToolChoice defaults to required.
-func (s *Service) SampleTools(ctx context.Context, p *Params) (*Result, error) {
-	if len(p.Tools) == 0 {
-		return nil, Invalid("/tools", "tools are required")
-	}
-	if len(p.Schema) > 0 {
-		return nil, Invalid("/schema", "schema and tools are mutually exclusive")
-	}
+func (s *Service) SampleTools(ctx context.Context, p *Params) (res *Result, err error) {
 	if p.ToolChoice == nil || p.ToolChoice.Mode == "" {
 		p.ToolChoice = &ToolChoice{Mode: ToolChoiceRequired}
 	}
-	if p.ToolChoice.Mode == ToolChoiceNone {
-		return nil, Invalid("/toolChoice/mode", `toolChoice "none" cannot produce a tool call`)
+	switch {
+	case len(p.Tools) == 0:
+		err = Invalid("/tools", "tools are required")
+	case len(p.Schema) > 0:
+		err = Invalid("/schema", "schema and tools are mutually exclusive")
+	case p.ToolChoice.Mode == ToolChoiceNone:
+		err = Invalid("/toolChoice/mode", `toolChoice "none" cannot produce a tool call`)
+	default:
+		res, err = s.guaranteed(ctx, p, MethodTools)
 	}
-	return s.guaranteed(ctx, p, MethodTools)
+	s.sampled(ctx, p, res, err)
+	return res, err
 }
 
 func (s *Service) guaranteed(ctx context.Context, p *Params, method string) (*Result, error) {

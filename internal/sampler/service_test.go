@@ -86,6 +86,9 @@ func (r *recorder) AnswerInvalid(method, kind string, retried bool) {
 }
 func (r *recorder) Exhausted(method string)  { r.add("exhausted " + method) }
 func (r *recorder) Overhead(d time.Duration) { r.add("overhead") }
+func (r *recorder) Sampled(caller, mode, modelID, outcome string) {
+	r.add("sampled " + caller + " " + mode + " " + modelID + " " + outcome)
+}
 
 func (r *recorder) check(t *testing.T, line string, want int) {
 	t.Helper()
@@ -211,7 +214,7 @@ func TestSampleSchemaSingleAttempt(t *testing.T) {
 
 func TestSampleSchemaRetriesWithFeedback(t *testing.T) {
 	f := newFixture(t, text(`{"name":"Ada"`), text(`{"name":"Ada","age":-3}`), text(`{"name":"Ada","age":36}`))
-	res, err := f.svc.SampleSchema(context.Background(), &Params{Request: Request{Messages: userText("who?"), MaxTokens: 50, Schema: json.RawMessage(personSchema)}})
+	res, err := f.svc.SampleSchema(context.Background(), &Params{Request: Request{Messages: userText("who?"), MaxTokens: 50, Schema: json.RawMessage(personSchema)}, Caller: "test"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -236,6 +239,7 @@ func TestSampleSchemaRetriesWithFeedback(t *testing.T) {
 	f.obs.check(t, "corrected sampleSchema", 2)
 	f.obs.check(t, "exhausted sampleSchema", 0)
 	f.obs.check(t, "overhead", 1)
+	f.obs.check(t, "sampled test schema p/m1 ok", 1)
 }
 
 func TestSampleToolsExhausted(t *testing.T) {
@@ -267,6 +271,7 @@ func TestSampleToolsExhausted(t *testing.T) {
 	}
 	f.obs.check(t, "corrected sampleTools", 2)
 	f.obs.check(t, "exhausted sampleTools", 1)
+	f.obs.check(t, "sampled  tools p/m1 exhausted", 1)
 	// Every request the helper sent obeys MCP's message rules.
 	for i, r := range f.p.got {
 		if errs := checkRequest(&Params{Request: r}, f.svc.schemas); errs != nil {
