@@ -4,6 +4,8 @@ import (
 	"context"
 	"net"
 	"net/http/httptest"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/sampled/sampled/internal/loop"
 	"github.com/sampled/sampled/internal/metrics"
 	"github.com/sampled/sampled/internal/retry"
+	"github.com/sampled/sampled/internal/runs"
 	"github.com/sampled/sampled/internal/runs/memory"
 	"github.com/sampled/sampled/internal/sampler"
 	"github.com/sampled/sampled/internal/sampler/offline"
@@ -28,8 +31,39 @@ type stack struct {
 	metrics *metrics.Metrics
 	reg     *prometheus.Registry
 	tools   *tools.Registry
-	runs    *memory.Store
+	runs    *countedRuns
 	loops   *loop.Engine
+}
+
+// countedRuns is the stack's run store, counting the subscriptions the
+// handlers hold: made and not closed yet.
+type countedRuns struct {
+	*memory.Store
+	open atomic.Int64
+}
+
+// Subscribe subscribes on the memory store and counts the subscription
+// until its first Close.
+func (c *countedRuns) Subscribe(ctx context.Context, id string, after int64) (runs.Subscription, error) {
+	sub, err := c.Store.Subscribe(ctx, id, after)
+	if err != nil {
+		return nil, err
+	}
+	c.open.Add(1)
+	return &countedSub{Subscription: sub, close: sync.OnceFunc(func() { c.open.Add(-1) })}, nil
+}
+
+// Subscribers is how many subscriptions the handlers hold.
+func (c *countedRuns) Subscribers() int { return int(c.open.Load()) }
+
+type countedSub struct {
+	runs.Subscription
+	close func()
+}
+
+func (s *countedSub) Close() {
+	s.Subscription.Close()
+	s.close()
 }
 
 type stackOptions struct {
@@ -78,7 +112,7 @@ func startStackWith(t testing.TB, o stackOptions) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.runs = memory.New(o.runs)
+	s.runs = &countedRuns{Store: memory.New(o.runs)}
 	lo := o.loop
 	lo.Sampler, lo.Tools, lo.Store, lo.Metrics = svc, s.tools, s.runs, s.metrics
 	s.loops = loop.New(lo)

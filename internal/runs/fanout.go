@@ -3,7 +3,6 @@ package runs
 import (
 	"context"
 	"sync"
-	"sync/atomic"
 )
 
 // Fanout is the live subscriptions of one run in one process, for the
@@ -17,22 +16,14 @@ import (
 // and gets nothing twice between the two. The subscriptions take mu
 // themselves (Err, Close, the end of their ctx).
 type Fanout struct {
-	mu   sync.Locker
-	open *atomic.Int64 // the store's count of open subscriptions
+	mu sync.Locker
 	// subs are in no order; each knows its index. A slice, not a map:
 	// Deliver walks it for every event.
 	subs []*fanoutSub
 }
 
-// NewFanout returns an empty Fanout guarded by mu. open, if not nil, is
-// the store's count of open live subscriptions, which the Fanout keeps up
-// to date.
-func NewFanout(mu sync.Locker, open *atomic.Int64) *Fanout {
-	if open == nil {
-		open = new(atomic.Int64)
-	}
-	return &Fanout{mu: mu, open: open}
-}
+// NewFanout returns an empty Fanout guarded by mu.
+func NewFanout(mu sync.Locker) *Fanout { return &Fanout{mu: mu} }
 
 // Subscribe returns a subscription that delivers replay, then the events
 // Deliver is given with an ID above after, until ctx ends, Close, End or
@@ -45,7 +36,6 @@ func (f *Fanout) Subscribe(ctx context.Context, after int64, replay []Event, buf
 	}
 	s.idx = len(f.subs)
 	f.subs = append(f.subs, s)
-	f.open.Add(1)
 	// Registered under mu, so that drop, also under mu, sees stop. If
 	// ctx is already done the callback waits for mu and then drops s.
 	s.stop = context.AfterFunc(ctx, func() {
@@ -119,7 +109,6 @@ func (f *Fanout) drop(s *fanoutSub, err error) {
 	s.idx = -1
 	s.stop()
 	s.err = err
-	f.open.Add(-1) // before close: whoever sees the close sees the count
 	close(s.ch)
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -33,11 +32,10 @@ func drain(t *testing.T, sub runs.Subscription) []int64 {
 // TestFanout: each subscription gets its replay, then the delivered events
 // above its id, in order; one that falls more than its buffer behind is
 // cut with ErrSlow while the others go on; the terminal event ends the
-// rest; the open count follows.
+// rest; Len follows.
 func TestFanout(t *testing.T) {
 	var mu sync.Mutex
-	var open atomic.Int64
-	f := runs.NewFanout(&mu, &open)
+	f := runs.NewFanout(&mu)
 	ev := func(id int64) runs.Event { return runs.Event{ID: id, Name: "e"} }
 	ctx := t.Context()
 	mu.Lock()
@@ -45,8 +43,8 @@ func TestFanout(t *testing.T) {
 	replayed := f.Subscribe(ctx, 0, []runs.Event{ev(1), ev(2)}, 10) // replay 1, 2
 	slow := f.Subscribe(ctx, 2, nil, 1)                             // room for one live event
 	ahead := f.Subscribe(ctx, 3, nil, 10)                           // after an id not reached yet
-	if open.Load() != 4 || f.Len() != 4 {
-		t.Errorf("open %d, Len %d; want 4", open.Load(), f.Len())
+	if f.Len() != 4 {
+		t.Errorf("Len %d; want 4", f.Len())
 	}
 	f.Deliver(ev(3), false)
 	f.Deliver(ev(4), false)
@@ -72,8 +70,10 @@ func TestFanout(t *testing.T) {
 		}
 		tt.sub.Close() // after the end: nothing happens
 	}
-	if open.Load() != 0 || f.Len() != 0 {
-		t.Errorf("open %d, Len %d after the end; want 0", open.Load(), f.Len())
+	mu.Lock()
+	defer mu.Unlock()
+	if f.Len() != 0 {
+		t.Errorf("Len %d after the end; want 0", f.Len())
 	}
 }
 
@@ -81,7 +81,7 @@ func TestFanout(t *testing.T) {
 // End's error; Ended delivers its replay and ends with its error.
 func TestFanoutEnds(t *testing.T) {
 	var mu sync.Mutex
-	f := runs.NewFanout(&mu, nil)
+	f := runs.NewFanout(&mu)
 	ctx, cancel := context.WithCancel(t.Context())
 	mu.Lock()
 	byCtx := f.Subscribe(ctx, 0, nil, 1)

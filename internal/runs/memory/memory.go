@@ -63,8 +63,7 @@ type Store struct {
 	// created counts the runs created; each run's seq is its count.
 	created uint64
 
-	subs   atomic.Int64 // open (live) subscriptions
-	closed atomic.Bool  // Close was called
+	closed atomic.Bool // Close was called
 
 	// expiries lists finished runs in the order they finished; nextExpiry
 	// is the UnixNano of the first one's expiry, or MaxInt64.
@@ -140,7 +139,7 @@ func (m *Store) Create(_ context.Context, id string, snapshot json.RawMessage) e
 	}
 	m.created++
 	r := &run{seq: m.created, snapshot: clone(snapshot), cancel: make(chan struct{})}
-	r.fan = runs.NewFanout(&r.mu, &m.subs)
+	r.fan = runs.NewFanout(&r.mu)
 	m.runs[id] = r
 	return nil
 }
@@ -343,12 +342,6 @@ func (m *Store) Cancelled(_ context.Context, id string) (<-chan struct{}, error)
 	}
 	defer r.mu.Unlock()
 	return r.cancel, nil
-}
-
-// Subscribers returns the number of open subscriptions that follow live
-// events.
-func (m *Store) Subscribers() int {
-	return int(m.subs.Load())
 }
 
 // Close ends every open subscription with runs.ErrClosed, so that streams

@@ -199,7 +199,7 @@ func newFloorStreams(b *testing.B, n int) []fanoutStore {
 	var out []fanoutStore
 	for range n {
 		f := &floorStream{c: newClient(b), key: key, n: last}
-		f.fan = runs.NewFanout(&f.mu, nil)
+		f.fan = runs.NewFanout(&f.mu)
 		conn := newClient(b).Conn()
 		var wg sync.WaitGroup
 		wg.Go(func() { f.read(conn) })

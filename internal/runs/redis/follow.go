@@ -131,7 +131,7 @@ func (s *Store) subscribe(ctx context.Context, id string, after int64) (runs.Sub
 	f := s.followers[id]
 	if f == nil {
 		f = &follower{id: id, done: make(chan struct{})}
-		f.fan = runs.NewFanout(&f.mu, &s.subs)
+		f.fan = runs.NewFanout(&f.mu)
 		s.followers[id] = f
 	}
 	f.refs++

@@ -161,7 +161,6 @@ type Store struct {
 	stop   context.CancelFunc
 	wg     sync.WaitGroup // the live loops and the cancellation feed
 	closed atomic.Bool
-	subs   atomic.Int64 // open (live) subscriptions
 
 	mu        sync.Mutex // guards followers, and each follower's refs
 	followers map[string]*follower
@@ -645,10 +644,6 @@ func (s *Store) Cancel(ctx context.Context, id string) error {
 	}
 	return nil
 }
-
-// Subscribers returns the number of open subscriptions that follow live
-// events on this Store.
-func (s *Store) Subscribers() int { return int(s.subs.Load()) }
 
 // Close ends every subscription with runs.ErrClosed, stops the live loops,
 // the cancellation feed, the renewal of leases and the janitor, and waits
