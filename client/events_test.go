@@ -282,7 +282,7 @@ func TestEventsDropRepeatedEvents(t *testing.T) {
 // before, so that the stream is followed live, and cuts the connection
 // after the second: the client resumes and gets the rest, live too.
 func TestEventsFollowLiveEventsAcrossACut(t *testing.T) {
-	svc, a := serviceApp(t, nil)
+	svc, store := serviceApp(t, nil)
 	cutter := newCutter(svc, cut{2, "abort"})
 	proxy := httptest.NewServer(cutter)
 	defer proxy.Close()
@@ -290,7 +290,7 @@ func TestEventsFollowLiveEventsAcrossACut(t *testing.T) {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel() // ends the reader when the test fails early
-	store, id := a.Runs(), "loop_00000000000000aa"
+	id := "loop_00000000000000aa"
 	if err := store.Create(ctx, id, []byte(`{"id":"loop_00000000000000aa","status":"running"}`)); err != nil {
 		t.Fatal(err)
 	}

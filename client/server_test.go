@@ -11,6 +11,8 @@ import (
 
 	"github.com/sampled/sampled/client"
 	"github.com/sampled/sampled/internal/app"
+	"github.com/sampled/sampled/internal/runs"
+	"github.com/sampled/sampled/internal/runs/memory"
 )
 
 // service is sampled as it runs, with its offline provider, served on a
@@ -21,10 +23,11 @@ func service(t testing.TB, wrap func(http.Handler) http.Handler) *httptest.Serve
 	return srv
 }
 
-// serviceApp is service, with the assembled app.
-func serviceApp(t testing.TB, wrap func(http.Handler) http.Handler) (*httptest.Server, *app.App) {
+// serviceApp is service, with its run store.
+func serviceApp(t testing.TB, wrap func(http.Handler) http.Handler) (*httptest.Server, runs.Store) {
 	t.Helper()
-	a, err := app.New(context.Background(), app.Options{})
+	store := memory.New(memory.Options{})
+	a, err := app.New(context.Background(), app.Options{Runs: store})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +40,7 @@ func serviceApp(t testing.TB, wrap func(http.Handler) http.Handler) (*httptest.S
 		srv.Close()
 		_ = a.Close()
 	})
-	return srv, a
+	return srv, store
 }
 
 // newClient returns a client of a new service.

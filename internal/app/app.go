@@ -119,11 +119,11 @@ func New(ctx context.Context, o Options) (*App, error) {
 		return nil, err
 	}
 	a := &App{Catalog: cat, tools: toolReg, store: store.Store, closeStore: store.close, closeLimits: closeLimits}
-	a.engine = loop.New(loop.Options{Sampler: svc, Tools: toolReg, Store: a.store, Metrics: m, Logger: o.Logger})
+	a.engine = loop.New(loop.Options{Sampler: svc, Tools: toolReg, Store: a.store, Access: guard, Metrics: m, Logger: o.Logger})
 	samplingHost.set(host.New(host.Options{Sampler: svc, Catalog: cat, Loops: a.engine, Tools: toolReg,
 		Servers: pc.MCPServers, Metrics: m, Logger: o.Logger}))
 	mcpSrv, err := mcpserver.New(mcpserver.Options{Sampling: sopts, Loops: a.engine, Runs: a.store,
-		Admission: loopAdmission{guard: guard, metrics: m}, Mode: mcpserver.Mode(pc.MCPEndpoint.Sampling),
+		Access: guard, Mode: mcpserver.Mode(pc.MCPEndpoint.Sampling),
 		AllowedOrigins: pc.MCPEndpoint.AllowedOrigins, Metrics: m, Logger: o.Logger})
 	if err != nil {
 		_ = errors.Join(toolReg.Close(), closeLimits())

@@ -1,27 +1,30 @@
 package app
 
 import (
-	"context"
-	"sync/atomic"
-
-	"github.com/sampled/sampled/internal/sampler"
+	"github.com/sampled/sampled/internal/config"
+	"github.com/sampled/sampled/internal/host"
 	"github.com/sampled/sampled/internal/tools"
 )
 
-// lateHost is the registry's sampling host, set after the registry starts:
-// the host needs the loop engine, which needs the registry. A server that
-// asks before then is refused.
-type lateHost struct {
-	h atomic.Pointer[tools.SamplingHost]
+// toolServers are the configured MCP servers as the tool registry takes
+// them.
+func toolServers(servers map[string]config.MCPServer) map[string]tools.ServerOptions {
+	out := make(map[string]tools.ServerOptions, len(servers))
+	for name, s := range servers {
+		out[name] = tools.ServerOptions{Command: s.Command, Args: s.Args, Env: s.Env, URL: s.URL, Headers: s.Headers,
+			ProtocolVersion: s.ProtocolVersion, Required: s.Required}
+	}
+	return out
 }
 
-func (l *lateHost) set(h tools.SamplingHost) { l.h.Store(&h) }
-
-// CreateMessage forwards to the host once it is set.
-func (l *lateHost) CreateMessage(ctx context.Context, req *tools.SamplingRequest) (*sampler.CreateMessageResult, error) {
-	h := l.h.Load()
-	if h == nil {
-		return nil, &tools.SamplingError{Code: tools.CodeRefused, Message: "sampled is starting: ask again"}
+// samplingPolicies are the configured MCP servers' sampling policies as the
+// host takes them.
+func samplingPolicies(servers map[string]config.MCPServer) map[string]host.Policy {
+	out := make(map[string]host.Policy, len(servers))
+	for name, s := range servers {
+		p := s.Sampling
+		out[name] = host.Policy{Disabled: !p.On(), Models: p.Models, MaxTokens: p.MaxTokens, RequestsPerMinute: p.RequestsPerMinute,
+			Loop: p.Loop.Allowed, LoopTools: p.Loop.Tools, LoopMaxIterations: p.Loop.MaxIterations}
 	}
-	return (*h).CreateMessage(ctx, req)
+	return out
 }

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -16,9 +15,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/sampled/sampled/internal/config"
+	"github.com/sampled/sampled/internal/host"
 	"github.com/sampled/sampled/internal/loop"
 	"github.com/sampled/sampled/internal/sampler"
 	"github.com/sampled/sampled/internal/testwait"
@@ -256,24 +258,28 @@ func mcpSampling(t *testing.T, reg *prometheus.Registry, server, outcome string)
 	return c
 }
 
-// TestLateHost: a server that asks before the host is set is refused with
-// -1, and answered by the host once it is.
-func TestLateHost(t *testing.T) {
-	var l lateHost
-	_, err := l.CreateMessage(context.Background(), &tools.SamplingRequest{Server: "x"})
-	var se *tools.SamplingError
-	if !errors.As(err, &se) || se.Code != tools.CodeRefused {
-		t.Fatalf("before set: %v, want a -1 refusal", err)
+// TestServerOptions: each configured MCP server reaches the registry and
+// the host with every field of its configuration.
+func TestServerOptions(t *testing.T) {
+	off := false
+	servers := map[string]config.MCPServer{
+		"git": {Command: "git-mcp", Args: []string{"-v"}, Env: map[string]string{"A": "1"}, ProtocolVersion: tools.ProtocolVersionMRTR, Required: true,
+			Sampling: config.Sampling{Enabled: &off, Models: []string{"m"}, MaxTokens: 5, RequestsPerMinute: 6,
+				Loop: config.SamplingLoop{Allowed: true, Tools: tools.Patterns{"std__*"}, MaxIterations: 7}}},
+		"web": {URL: "http://x", Headers: map[string]string{"H": "v"}},
 	}
-	want := &sampler.CreateMessageResult{Model: "m"}
-	l.set(hostFunc(func(context.Context, *tools.SamplingRequest) (*sampler.CreateMessageResult, error) { return want, nil }))
-	if got, err := l.CreateMessage(context.Background(), &tools.SamplingRequest{Server: "x"}); err != nil || got != want {
-		t.Errorf("after set: %v, %v", got, err)
+	wantTools := map[string]tools.ServerOptions{
+		"git": {Command: "git-mcp", Args: []string{"-v"}, Env: map[string]string{"A": "1"}, ProtocolVersion: tools.ProtocolVersionMRTR, Required: true},
+		"web": {URL: "http://x", Headers: map[string]string{"H": "v"}},
 	}
-}
-
-type hostFunc func(context.Context, *tools.SamplingRequest) (*sampler.CreateMessageResult, error)
-
-func (f hostFunc) CreateMessage(ctx context.Context, req *tools.SamplingRequest) (*sampler.CreateMessageResult, error) {
-	return f(ctx, req)
+	if diff := cmp.Diff(wantTools, toolServers(servers)); diff != "" {
+		t.Errorf("tool servers (-want +got):\n%s", diff)
+	}
+	wantPolicies := map[string]host.Policy{
+		"git": {Disabled: true, Models: []string{"m"}, MaxTokens: 5, RequestsPerMinute: 6, Loop: true, LoopTools: tools.Patterns{"std__*"}, LoopMaxIterations: 7},
+		"web": {},
+	}
+	if diff := cmp.Diff(wantPolicies, samplingPolicies(servers)); diff != "" {
+		t.Errorf("sampling policies (-want +got):\n%s", diff)
+	}
 }

@@ -49,14 +49,17 @@ func redisOptions(rc config.Redis, user string) (*goredis.Options, error) {
 	return opt, nil
 }
 
-// openStore returns the in-memory store, or the Redis one when a Redis URL
-// is configured (m records its Redis operations). An unreachable Redis does not stop the start: it is
+// openStore returns given if set, else the in-memory store, or the Redis
+// one when a Redis URL is configured (m records its Redis operations). An unreachable Redis does not stop the start: it is
 // logged, /readyz answers 503 until Redis answers, and sampling without
 // loops goes on.
-func openStore(ctx context.Context, rc config.Redis, m *metrics.Redis, log *slog.Logger) (runStore, error) {
-	if rc.URL == "" {
+func openStore(ctx context.Context, given runs.Store, rc config.Redis, m *metrics.Redis, log *slog.Logger) (runStore, error) {
+	if given != nil || rc.URL == "" {
+		if given == nil {
+			given = memory.New(memory.Options{})
+		}
 		return runStore{
-			Store: memory.New(memory.Options{}),
+			Store: given,
 			ready: func(context.Context) error { return nil },
 			close: func() error { return nil },
 		}, nil

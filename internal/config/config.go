@@ -16,12 +16,13 @@ import (
 	"fmt"
 	"net/url"
 	"os"
-	"path"
 	"strconv"
 	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/sampled/sampled/internal/tools"
 )
 
 // Provider types.
@@ -292,9 +293,9 @@ func (s Sampling) On() bool { return s.Enabled == nil || *s.Enabled }
 type SamplingLoop struct {
 	// Allowed lets the server ask for a loop; off by default.
 	Allowed bool `yaml:"allowed" json:"allowed,omitempty"`
-	// Tools are glob patterns (path.Match) over sampled's exposed tool
-	// names that the server's loops may reach; required when Allowed.
-	Tools []string `yaml:"tools" json:"tools,omitempty"`
+	// Tools are patterns over sampled's exposed tool names that the
+	// server's loops may reach; required when Allowed.
+	Tools tools.Patterns `yaml:"tools" json:"tools,omitempty"`
 	// MaxIterations caps a loop's maxIterations; 0 means 10.
 	MaxIterations int `yaml:"maxIterations" json:"maxIterations,omitempty"`
 }
@@ -587,9 +588,9 @@ func (c *Config) check() error {
 			return fmt.Errorf("mcpServers.%s: give command or url, not both", name)
 		}
 		switch s.ProtocolVersion {
-		case "", "2025-11-25", "2026-07-28":
+		case "", tools.ProtocolVersion, tools.ProtocolVersionMRTR:
 		default:
-			return fmt.Errorf("mcpServers.%s.protocolVersion: want 2025-11-25 or 2026-07-28, got %q", name, s.ProtocolVersion)
+			return fmt.Errorf("mcpServers.%s.protocolVersion: want %s or %s, got %q", name, tools.ProtocolVersion, tools.ProtocolVersionMRTR, s.ProtocolVersion)
 		}
 		if err := s.Sampling.check(known); err != nil {
 			return fmt.Errorf("mcpServers.%s.sampling.%w", name, err)
@@ -617,7 +618,7 @@ func (s Sampling) check(known func(string) bool) error {
 		return errors.New("loop.tools: give the tool patterns its loops may reach (e.g. [\"std__*\"])")
 	}
 	for i, p := range s.Loop.Tools {
-		if _, err := path.Match(p, ""); err != nil || p == "" {
+		if !p.Valid() {
 			return fmt.Errorf("loop.tools[%d]: %q is not a valid glob pattern", i, p)
 		}
 	}

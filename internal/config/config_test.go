@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/sampled/sampled/internal/tools"
 )
 
 func env(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
@@ -176,7 +178,7 @@ func TestFile(t *testing.T) {
 		t.Errorf("mcpServers = %+v", c.MCPServers)
 	}
 	wantSampling := Sampling{Models: []string{"fast", "offline/default"}, MaxTokens: 2000, RequestsPerMinute: 30,
-		Loop: SamplingLoop{Allowed: true, Tools: []string{"std__*", "remote__search"}, MaxIterations: 5}}
+		Loop: SamplingLoop{Allowed: true, Tools: tools.Patterns{"std__*", "remote__search"}, MaxIterations: 5}}
 	if diff := cmp.Diff(wantSampling, c.MCPServers["git"].Sampling); diff != "" {
 		t.Errorf("git's sampling (-want +got):\n%s", diff)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/sampled/sampled/internal/access"
+	"github.com/sampled/sampled/internal/loop"
 	"github.com/sampled/sampled/internal/sampler"
 	"github.com/sampled/sampled/internal/testlog"
 	"github.com/sampled/sampled/internal/testwait"
@@ -46,7 +47,7 @@ func startAccessStack(t *testing.T, o access.Options, metricsNeedKey bool) *acce
 		t.Fatal(err)
 	}
 	logs := &testlog.Buffer{}
-	st := startStackWith(t, stackOptions{extra: []sampler.Provider{contractHang{}}, cfg: func(c *Config) {
+	st := startStackWith(t, stackOptions{extra: []sampler.Provider{contractHang{}}, loop: loop.Options{Access: g}, cfg: func(c *Config) {
 		c.Access, c.MetricsNeedKey = g, metricsNeedKey
 		c.Logger = slog.New(slog.NewJSONHandler(logs, nil))
 	}})

@@ -28,10 +28,10 @@ import (
 	sse "github.com/tmaxmax/go-sse"
 
 	"github.com/sampled/sampled/api"
-	"github.com/sampled/sampled/internal/config"
 	"github.com/sampled/sampled/internal/runs/memory"
 	"github.com/sampled/sampled/internal/sampler"
 	"github.com/sampled/sampled/internal/testwait"
+	"github.com/sampled/sampled/internal/tools"
 )
 
 // newTestServer starts the whole service on the offline provider (see
@@ -357,7 +357,7 @@ func contractServers(t *testing.T, v any) []contractServer {
 // startSettledStack starts the service with the MCP servers servers and
 // waits until each has ended its first connection attempt, so that what
 // /readyz and GET /v1/tools say of them no longer changes.
-func startSettledStack(t *testing.T, servers map[string]config.MCPServer) *httptest.Server {
+func startSettledStack(t *testing.T, servers map[string]tools.ServerOptions) *httptest.Server {
 	t.Helper()
 	st := startStackWith(t, stackOptions{servers: servers})
 	testwait.Poll(t, 5*time.Millisecond, 30*time.Second, "the MCP servers' first connection attempts", func() bool {
@@ -490,8 +490,8 @@ func TestResponsesMatchSpec(t *testing.T) {
 	})
 	shortLog := startStackWith(t, stackOptions{runs: memory.Options{MaxEvents: 3}}).srv
 	missing := filepath.Join(t.TempDir(), "missing-mcp-server")
-	degraded := startSettledStack(t, map[string]config.MCPServer{"git": {Command: missing}})
-	mcpDown := startSettledStack(t, map[string]config.MCPServer{"git": {Command: missing, Required: true}, "fetch": {Command: missing}})
+	degraded := startSettledStack(t, map[string]tools.ServerOptions{"git": {Command: missing}})
+	mcpDown := startSettledStack(t, map[string]tools.ServerOptions{"git": {Command: missing, Required: true}, "fetch": {Command: missing}})
 	// closed is a service shutting down: its loop engine is closed, as
 	// App.Drain closes it.
 	closedStack := startStackWith(t, stackOptions{})

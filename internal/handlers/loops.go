@@ -104,21 +104,15 @@ func (s *server) handleStartLoop(w http.ResponseWriter, r *http.Request) {
 	}
 	// The run belongs to the caller's key, and counts against its
 	// concurrent loops until it ends.
-	if c := callerOf(r.Context()); c != nil {
-		release, ok, wait := s.guard.StartLoop(r.Context(), c)
-		if !ok {
-			s.tooMany(w, r, c, metrics.LimitLoops, wait, "this API key has as many loops running as it may; wait for one to end")
-			return
-		}
-		spec.Owner, spec.OnEnd = c.Name(), release
-	}
+	spec.Caller = callerOf(r.Context())
 	// Not r.Context(): it also ends when this handler returns, which a
 	// stream does when its client fell too far behind and must resume by id.
 	id, err := s.loops.Start(context.WithoutCancel(r.Context()), spec)
-	if err != nil {
-		if spec.OnEnd != nil {
-			spec.OnEnd()
-		}
+	if limit := (*loop.LimitError)(nil); errors.As(err, &limit) {
+		s.writeProblem(w, r, Problem{Type: problemBase + "rate-limited", Title: "Too many requests", Status: http.StatusTooManyRequests,
+			Detail: "this API key has as many loops running as it may; wait for one to end", Extensions: map[string]any{"limit": metrics.LimitLoops}, retryAfter: limit.RetryAfter})
+		return
+	} else if err != nil {
 		s.writeError(w, r, loopError("", err))
 		return
 	}

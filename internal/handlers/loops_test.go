@@ -25,11 +25,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	sse "github.com/tmaxmax/go-sse"
 
-	"github.com/sampled/sampled/internal/config"
 	"github.com/sampled/sampled/internal/loop"
 	"github.com/sampled/sampled/internal/runs"
 	"github.com/sampled/sampled/internal/runs/memory"
 	"github.com/sampled/sampled/internal/sampler"
+	"github.com/sampled/sampled/internal/tools"
 	"github.com/sampled/sampled/internal/tools/mcptest"
 )
 
@@ -99,7 +99,7 @@ type loopTest struct {
 func newLoopTest(t *testing.T, o stackOptions, mcp string) *loopTest {
 	t.Helper()
 	if mcp != "" {
-		o.servers = map[string]config.MCPServer{"test": {Command: mcp}}
+		o.servers = map[string]tools.ServerOptions{"test": {Command: mcp}}
 	}
 	s := startStackWith(t, o)
 	// Runs before the stack's cleanup: ending the loops and the

@@ -11,7 +11,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/sampled/sampled/internal/config"
 	"github.com/sampled/sampled/internal/loop"
 	"github.com/sampled/sampled/internal/metrics"
 	"github.com/sampled/sampled/internal/retry"
@@ -69,7 +68,7 @@ func (s *countedSub) Close() {
 type stackOptions struct {
 	maxBody   int64
 	extra     []sampler.Provider
-	servers   map[string]config.MCPServer
+	servers   map[string]tools.ServerOptions
 	heartbeat time.Duration
 	loop      loop.Options
 	runs      memory.Options
@@ -108,8 +107,10 @@ func startStackWith(t testing.TB, o stackOptions) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.tools, err = tools.Start(context.Background(), tools.Options{Servers: o.servers, Metrics: s.metrics})
-	if err != nil {
+	if s.tools, err = tools.New(tools.Options{Servers: o.servers, Metrics: s.metrics}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.tools.Start(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
 	s.runs = &countedRuns{Store: memory.New(o.runs)}

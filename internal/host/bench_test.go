@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/sampled/sampled/internal/config"
+	"github.com/sampled/sampled/internal/host"
 )
 
 // BenchmarkStdioRoundTrip measures what a server-initiated sampling
@@ -16,7 +16,7 @@ import (
 // with one server tool in the request (the answer is a tool_use). The
 // added latency is sampling minus call.
 func BenchmarkStdioRoundTrip(b *testing.B) {
-	s := newStack(b, map[string]config.MCPServer{"peer": stdioPeer(b, "", config.Sampling{})}, stackOptions{})
+	s := newStack(b, map[string]peerConfig{"peer": stdioPeer(b, "", host.Policy{})}, stackOptions{})
 	plain := json.RawMessage(`{"messages":[{"role":"user","content":{"type":"text","text":"Name three rivers in France"}}],"maxTokens":100}`)
 	tools := json.RawMessage(`{"messages":[{"role":"user","content":{"type":"text","text":"What is the weather in Paris?"}}],"maxTokens":100,"tools":[` + weatherTool + `]}`)
 	cases := []struct {

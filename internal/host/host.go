@@ -20,12 +20,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"path"
 	"strings"
-	"sync"
 	"time"
 
-	"github.com/sampled/sampled/internal/config"
+	"golang.org/x/time/rate"
+
 	"github.com/sampled/sampled/internal/loop"
 	"github.com/sampled/sampled/internal/metrics"
 	"github.com/sampled/sampled/internal/sampler"
@@ -54,22 +53,44 @@ const DefaultMaxDepth = 3
 // defaultLoopIterations caps a client-run loop when the policy sets no cap.
 const defaultLoopIterations = 10
 
-// Options configure a Host. Sampler, Catalog, Loops, Tools and Servers are
+// Policy is what one MCP server may ask of sampled as its sampling client.
+// The zero value allows sampling with the default model, no cap beyond the
+// service's own, no rate limit and no client-run loop.
+type Policy struct {
+	// Disabled refuses every request.
+	Disabled bool
+	// Models are the model IDs or aliases the server may use; the first is
+	// used when the server's preferences select none of them. Empty means
+	// the default model alone.
+	Models []string
+	// MaxTokens caps the maxTokens of a request (lowered to it); 0 means
+	// no cap.
+	MaxTokens int
+	// RequestsPerMinute bounds the server's requests; 0 means no limit.
+	RequestsPerMinute int
+	// Loop lets the server ask for a client-run loop, over the tools
+	// matching LoopTools.
+	Loop      bool
+	LoopTools tools.Patterns
+	// LoopMaxIterations caps a loop's maxIterations; 0 means 10.
+	LoopMaxIterations int
+}
+
+// Options configure a Host. Sampler, Catalog, Loops and Tools are
 // required.
 type Options struct {
 	Sampler Sampler
 	Catalog *sampler.Catalog
 	Loops   Loops
 	Tools   ToolLister
-	// Servers are the configured MCP servers, whose Sampling is the policy.
-	Servers map[string]config.MCPServer
+	// Servers are the sampling policies of the MCP servers, by name; a
+	// server without one is refused.
+	Servers map[string]Policy
 	// MaxDepth bounds nested sampling; 0 means DefaultMaxDepth.
 	MaxDepth int
 	// Metrics nil records nothing; Logger nil discards.
 	Metrics *metrics.Metrics
 	Logger  *slog.Logger
-	// Now is the clock of the rate limits; nil means time.Now.
-	Now func() time.Time
 }
 
 // Host answers the sampling requests of MCP servers; it implements
@@ -81,14 +102,14 @@ type Host struct {
 
 // policy is one server's sampling policy, resolved against the catalog.
 type policy struct {
-	cfg    config.Sampling
+	Policy
 	models []string        // allowed model IDs, the server's default first
 	ok     map[string]bool // the same, as a set
-	limit  *limiter        // nil when unlimited
+	limit  *rate.Limiter   // nil when unlimited
 }
 
-// New resolves each server's policy. config.Load checked the policies; a
-// model it accepted is in the catalog.
+// New resolves each server's policy. A model the catalog does not know is
+// left out (the configuration was checked when it was read).
 func New(o Options) *Host {
 	if o.MaxDepth <= 0 {
 		o.MaxDepth = DefaultMaxDepth
@@ -99,13 +120,10 @@ func New(o Options) *Host {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	if o.Now == nil {
-		o.Now = time.Now
-	}
 	h := &Host{o: o, policies: map[string]*policy{}}
 	for name, s := range o.Servers {
-		p := &policy{cfg: s.Sampling, ok: map[string]bool{}}
-		specs := s.Sampling.Models
+		p := &policy{Policy: s, ok: map[string]bool{}}
+		specs := s.Models
 		if len(specs) == 0 {
 			specs = []string{o.Catalog.Default().ID()}
 		}
@@ -117,8 +135,8 @@ func New(o Options) *Host {
 			p.models = append(p.models, m.ID())
 			p.ok[m.ID()] = true
 		}
-		if n := s.Sampling.RequestsPerMinute; n > 0 {
-			p.limit = &limiter{perMinute: n}
+		if n := s.RequestsPerMinute; n > 0 {
+			p.limit = rate.NewLimiter(rate.Every(time.Minute/time.Duration(n)), n)
 		}
 		h.policies[name] = p
 		// The series exist from the start, at 0: a dashboard shows that a
@@ -145,19 +163,7 @@ const (
 // loop.
 func (h *Host) CreateMessage(ctx context.Context, req *tools.SamplingRequest) (*sampler.CreateMessageResult, error) {
 	res, err := h.createMessage(ctx, req)
-	outcome := outcomeOK
-	var se *tools.SamplingError
-	switch {
-	case err == nil:
-	case ctx.Err() != nil:
-		outcome = outcomeCancelled
-	case errors.As(err, &se) && se.Code == tools.CodeRefused:
-		outcome = outcomeRefused
-	case errors.As(err, &se) && se.Code == tools.CodeInvalidParams:
-		outcome = outcomeInvalid
-	default:
-		outcome = outcomeError
-	}
+	outcome := outcomeOf(ctx, err)
 	server := req.Server
 	if _, ok := h.policies[server]; !ok {
 		server = "other"
@@ -169,12 +175,33 @@ func (h *Host) CreateMessage(ctx context.Context, req *tools.SamplingRequest) (*
 	return res, err
 }
 
+// outcomeOf names how a request ended: a refusal is the host's own;
+// anything else is what sampler.Outcome makes of the error.
+func outcomeOf(ctx context.Context, err error) string {
+	var se *tools.SamplingError
+	switch {
+	case err == nil:
+		return outcomeOK
+	case errors.As(err, &se) && se.Code == tools.CodeRefused && ctx.Err() == nil:
+		return outcomeRefused
+	}
+	switch o, _ := sampler.Outcome(ctx, nil, err); o {
+	case sampler.OutcomeInvalidRequest:
+		return outcomeInvalid
+	case sampler.OutcomeCancelled:
+		return outcomeCancelled
+	}
+	return outcomeError
+}
+
 func refused(format string, args ...any) error {
 	return &tools.SamplingError{Code: tools.CodeRefused, Message: fmt.Sprintf(format, args...)}
 }
 
+// invalid is -32602; it wraps sampler.ErrInvalid, which makes its outcome
+// invalid.
 func invalid(format string, args ...any) error {
-	return &tools.SamplingError{Code: tools.CodeInvalidParams, Message: fmt.Sprintf(format, args...)}
+	return &tools.SamplingError{Code: tools.CodeInvalidParams, Message: fmt.Sprintf(format, args...), Err: sampler.ErrInvalid}
 }
 
 func failed(format string, args ...any) error {
@@ -186,12 +213,12 @@ func (h *Host) createMessage(ctx context.Context, req *tools.SamplingRequest) (*
 	switch {
 	case !ok:
 		return nil, refused("sampling is not available to MCP server %q", req.Server)
-	case !pol.cfg.On():
+	case pol.Disabled:
 		return nil, refused("sampling is disabled for MCP server %q in sampled's configuration", req.Server)
 	case req.Depth > h.o.MaxDepth:
 		return nil, refused("nested sampling too deep: this request is at depth %d, the limit is %d (a tool called by a client-run loop asked for sampling, and so on)", req.Depth, h.o.MaxDepth)
-	case pol.limit != nil && !pol.limit.allow(h.o.Now()):
-		return nil, refused("rate limit: MCP server %q may send %d sampling requests per minute", req.Server, pol.cfg.RequestsPerMinute)
+	case pol.limit != nil && !pol.limit.Allow():
+		return nil, refused("rate limit: MCP server %q may send %d sampling requests per minute", req.Server, pol.RequestsPerMinute)
 	}
 	var cp sampler.CreateMessageParams
 	if err := json.Unmarshal(req.Params, &cp); err != nil {
@@ -206,7 +233,7 @@ func (h *Host) createMessage(ctx context.Context, req *tools.SamplingRequest) (*
 		return nil, invalidParams(err)
 	}
 	p.ModelSpec = pol.model(h.o.Catalog, p.ModelPreferences)
-	if limit := pol.cfg.MaxTokens; limit > 0 && p.MaxTokens > limit {
+	if limit := pol.MaxTokens; limit > 0 && p.MaxTokens > limit {
 		p.MaxTokens = limit
 	}
 	if ext.loop() {
@@ -228,9 +255,6 @@ func (h *Host) createMessage(ctx context.Context, req *tools.SamplingRequest) (*
 		return nil, samplingError(ctx, err)
 	}
 	out := sampler.CreateMessageResultOf(res)
-	if len(p.Tools) == 0 {
-		out.Content = oneBlock(out.Content)
-	}
 	return &out, nil
 }
 
@@ -279,54 +303,4 @@ func samplingError(ctx context.Context, err error) error {
 	default:
 		return failed("the model call failed: %v", err)
 	}
-}
-
-// oneBlock returns content as one block: the text blocks joined, or the
-// first block when there is other content. Without tools in the request,
-// MCP's result content is a single block (the TypeScript SDK rejects an
-// array there).
-func oneBlock(content []sampler.Content) []sampler.Content {
-	if len(content) <= 1 {
-		return content
-	}
-	var text []string
-	for _, c := range content {
-		if c.Type != sampler.BlockText {
-			return content[:1]
-		}
-		text = append(text, c.Text)
-	}
-	return []sampler.Content{sampler.TextBlock(strings.Join(text, ""))}
-}
-
-// limiter allows perMinute requests in any sliding minute.
-type limiter struct {
-	perMinute int
-	mu        sync.Mutex
-	times     []time.Time // of the allowed requests of the last minute
-}
-
-func (l *limiter) allow(now time.Time) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	cut := 0
-	for cut < len(l.times) && now.Sub(l.times[cut]) >= time.Minute {
-		cut++
-	}
-	l.times = l.times[cut:]
-	if len(l.times) >= l.perMinute {
-		return false
-	}
-	l.times = append(l.times, now)
-	return true
-}
-
-// matchesAny reports whether name matches one of the glob patterns.
-func matchesAny(patterns []string, name string) bool {
-	for _, p := range patterns {
-		if ok, _ := path.Match(p, name); ok {
-			return true
-		}
-	}
-	return false
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/sampled/sampled/internal/config"
+	"github.com/sampled/sampled/internal/host"
 	"github.com/sampled/sampled/internal/sampler"
 	"github.com/sampled/sampled/internal/tools"
 )
@@ -37,11 +37,11 @@ func TestServerToolsRoundTrip(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			srv := stdioPeer(t, tt.version, config.Sampling{})
+			srv := stdioPeer(t, tt.version, host.Policy{})
 			if tt.transport == "http" {
-				srv = httpPeer(t, tt.version, config.Sampling{})
+				srv = httpPeer(t, tt.version, host.Policy{})
 			}
-			s := newStack(t, map[string]config.MCPServer{"peer": srv}, stackOptions{})
+			s := newStack(t, map[string]peerConfig{"peer": srv}, stackOptions{})
 
 			first := fmt.Sprintf(`{"messages":[{"role":"user","content":{"type":"text","text":"What is the weather in Paris?"}}],
 				"maxTokens":200,"tools":[%s]}`, weatherTool)
@@ -89,7 +89,7 @@ func TestServerToolsRoundTrip(t *testing.T) {
 // block, valid against the schema.
 func TestPlainResultIsOneBlock(t *testing.T) {
 	t.Parallel()
-	s := newStack(t, map[string]config.MCPServer{"peer": stdioPeer(t, "", config.Sampling{})}, stackOptions{})
+	s := newStack(t, map[string]peerConfig{"peer": stdioPeer(t, "", host.Policy{})}, stackOptions{})
 	out := s.sample(t, "peer", "push", `{"messages":[{"role":"user","content":{"type":"text","text":"Say hello"}}],"maxTokens":50,"_meta":{"progressToken":7}}`)
 	res := checkResult(t, out)
 	if diff := cmp.Diff([]string{"sampling with offline/default"}, s.progressSeen(t, "peer", "7")); diff != "" {
@@ -111,12 +111,11 @@ func TestPlainResultIsOneBlock(t *testing.T) {
 // error the server sees.
 func TestPolicy(t *testing.T) {
 	t.Parallel()
-	off := false
 	hello := `{"messages":[{"role":"user","content":{"type":"text","text":"Say hello to the whole wide world"}}],"maxTokens":500}`
-	s := newStack(t, map[string]config.MCPServer{
-		"off":     stdioPeer(t, "", config.Sampling{Enabled: &off}),
-		"flaky":   stdioPeer(t, "", config.Sampling{Models: []string{"offline/flaky"}, MaxTokens: 3}),
-		"limited": stdioPeer(t, "", config.Sampling{RequestsPerMinute: 1}),
+	s := newStack(t, map[string]peerConfig{
+		"off":     stdioPeer(t, "", host.Policy{Disabled: true}),
+		"flaky":   stdioPeer(t, "", host.Policy{Models: []string{"offline/flaky"}, MaxTokens: 3}),
+		"limited": stdioPeer(t, "", host.Policy{RequestsPerMinute: 1}),
 	}, stackOptions{})
 
 	out := s.sample(t, "off", "push", hello)
@@ -163,7 +162,7 @@ func TestPolicy(t *testing.T) {
 // Pointer path of the problem.
 func TestInvalidParams(t *testing.T) {
 	t.Parallel()
-	s := newStack(t, map[string]config.MCPServer{"peer": stdioPeer(t, "", config.Sampling{Loop: config.SamplingLoop{Allowed: true, Tools: []string{"std__*"}}})}, stackOptions{})
+	s := newStack(t, map[string]peerConfig{"peer": stdioPeer(t, "", host.Policy{Loop: true, LoopTools: tools.Patterns{"std__*"}})}, stackOptions{})
 	tests := []struct{ name, params, want string }{
 		{"image without data", `{"messages":[{"role":"user","content":{"type":"image","mimeType":"image/png"}}],"maxTokens":5}`, "/messages/0/content"},
 		{"bad maxIterations", `{"messages":[{"role":"user","content":{"type":"text","text":"x"}}],"maxTokens":5,"_meta":{"maxIterations":0,"allowedToolPatterns":["std__*"]}}`, "/_meta/maxIterations"},
@@ -185,7 +184,7 @@ func TestInvalidParams(t *testing.T) {
 // the retry as progress, after the start of the sampling.
 func TestRetryProgress(t *testing.T) {
 	t.Parallel()
-	s := newStack(t, map[string]config.MCPServer{"peer": stdioPeer(t, "", config.Sampling{Models: []string{"offline/flaky"}})}, stackOptions{})
+	s := newStack(t, map[string]peerConfig{"peer": stdioPeer(t, "", host.Policy{Models: []string{"offline/flaky"}})}, stackOptions{})
 	out := s.sample(t, "peer", "push", `{"messages":[{"role":"user","content":{"type":"text","text":"Weather in Paris?"}}],"maxTokens":200,
 		"tools":[{"name":"get_weather","inputSchema":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}],
 		"toolChoice":{"mode":"required"},"_meta":{"progressToken":"r1"}}`)

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"path"
 
 	"github.com/sampled/sampled/internal/loop"
 	"github.com/sampled/sampled/internal/sampler"
@@ -20,7 +19,7 @@ const MetaLoop = "io.sampled/loop"
 // extension is what a request asks of a client-run loop.
 type extension struct {
 	maxIterations *int
-	patterns      []string
+	patterns      tools.Patterns
 }
 
 // loop reports whether the request asks for a client-run loop.
@@ -61,12 +60,12 @@ func extensions(params, meta json.RawMessage) (extension, error) {
 	if err := json.Unmarshal(m.MaxIterations, &n); err != nil || n < 1 || n > 100 || bytes.ContainsAny(m.MaxIterations, ".eE") {
 		return extension{}, invalid("invalid params: %s/maxIterations: want an integer from 1 to 100", at)
 	}
-	var patterns []string
+	var patterns tools.Patterns
 	if err := json.Unmarshal(m.AllowedToolPatterns, &patterns); err != nil || len(patterns) == 0 {
 		return extension{}, invalid("invalid params: %s/allowedToolPatterns: want a non-empty array of glob patterns", at)
 	}
 	for i, p := range patterns {
-		if _, err := path.Match(p, ""); err != nil || p == "" {
+		if !p.Valid() {
 			return extension{}, invalid("invalid params: %s/allowedToolPatterns/%d: %q is not a valid glob pattern", at, i, p)
 		}
 	}
@@ -91,14 +90,13 @@ func (h *Host) withOrigin(spec *loop.Spec, o Origin) {
 // runLoop runs a client-run loop for the request and answers with its final
 // text.
 func (h *Host) runLoop(ctx context.Context, req *tools.SamplingRequest, pol *policy, p *sampler.Params, ext extension) (*sampler.CreateMessageResult, error) {
-	lp := pol.cfg.Loop
 	switch {
-	case !lp.Allowed:
+	case !pol.Loop:
 		return nil, refused("MCP server %q may not ask for a client-run loop (sampling.loop.allowed in sampled's configuration)", req.Server)
 	case len(p.Tools) > 0:
 		return nil, invalid("invalid params: /tools: a client-run loop uses sampled's tools; give tools, or maxIterations and allowedToolPatterns, not both")
 	}
-	limit := lp.MaxIterations
+	limit := pol.LoopMaxIterations
 	if limit == 0 {
 		limit = defaultLoopIterations
 	}
@@ -107,12 +105,12 @@ func (h *Host) runLoop(ctx context.Context, req *tools.SamplingRequest, pol *pol
 	for _, t := range h.o.Tools.Tools() {
 		// Never the asking server's own tools: the tool that asks is one
 		// of them, and a loop calling it would ask again.
-		if t.Server != req.Server && matchesAny(ext.patterns, t.Name) && matchesAny(lp.Tools, t.Name) {
+		if t.Server != req.Server && ext.patterns.Match(t.Name) && pol.LoopTools.Match(t.Name) {
 			names = append(names, t.Name)
 		}
 	}
 	if len(names) == 0 {
-		return nil, refused("no tool of sampled matches allowedToolPatterns %q within what MCP server %q may reach (%q)", ext.patterns, req.Server, lp.Tools)
+		return nil, refused("no tool of sampled matches allowedToolPatterns %q within what MCP server %q may reach (%q)", ext.patterns, req.Server, pol.LoopTools)
 	}
 	maxTokens := p.MaxTokens
 	spec := loop.Spec{

@@ -16,7 +16,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/sampled/sampled/internal/config"
 	"github.com/sampled/sampled/internal/host"
 	"github.com/sampled/sampled/internal/loop"
 	"github.com/sampled/sampled/internal/sampler"
@@ -65,8 +64,8 @@ func loopMeta(t testing.TB, res sampler.CreateMessageResult) (id string, iterati
 // progress is sent per iteration.
 func TestClientRunLoop(t *testing.T) {
 	t.Parallel()
-	policy := config.Sampling{Loop: config.SamplingLoop{Allowed: true, Tools: []string{"std__*", "peer__*"}, MaxIterations: 4}}
-	s := newStack(t, map[string]config.MCPServer{"peer": stdioPeer(t, "", policy)}, stackOptions{})
+	policy := host.Policy{Loop: true, LoopTools: tools.Patterns{"std__*", "peer__*"}, LoopMaxIterations: 4}
+	s := newStack(t, map[string]peerConfig{"peer": stdioPeer(t, "", policy)}, stackOptions{})
 	out := s.sample(t, "peer", "push", `{"messages":[{"role":"user","content":{"type":"text","text":"Please calculate 2 * (3 + 4)"}}],
 		"maxTokens":300,"_meta":{"progressToken":"loop-1","maxIterations":9,"allowedToolPatterns":["std__calc*","std__now","peer__*"]}}`)
 	res := checkResult(t, out)
@@ -108,7 +107,7 @@ func TestClientRunLoop(t *testing.T) {
 // TestLoopNotAllowed: a loop needs the policy's consent.
 func TestLoopNotAllowed(t *testing.T) {
 	t.Parallel()
-	s := newStack(t, map[string]config.MCPServer{"peer": stdioPeer(t, "", config.Sampling{})}, stackOptions{})
+	s := newStack(t, map[string]peerConfig{"peer": stdioPeer(t, "", host.Policy{})}, stackOptions{})
 	out := s.sample(t, "peer", "push", `{"messages":[{"role":"user","content":{"type":"text","text":"x"}}],"maxTokens":5,
 		"_meta":{"maxIterations":2,"allowedToolPatterns":["std__*"]}}`)
 	if out.Code != tools.CodeRefused || !strings.Contains(out.Message, "may not ask for a client-run loop") {
@@ -123,8 +122,8 @@ func TestLoopNotAllowed(t *testing.T) {
 // finish.
 func TestNestingDepth(t *testing.T) {
 	t.Parallel()
-	policy := config.Sampling{Loop: config.SamplingLoop{Allowed: true, Tools: []string{"*__nest"}}}
-	s := newStack(t, map[string]config.MCPServer{"a": stdioPeer(t, "", policy), "b": stdioPeer(t, "", policy)}, stackOptions{})
+	policy := host.Policy{Loop: true, LoopTools: tools.Patterns{"*__nest"}}
+	s := newStack(t, map[string]peerConfig{"a": stdioPeer(t, "", policy), "b": stdioPeer(t, "", policy)}, stackOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
 	out := s.call(t, ctx, "a__nest", map[string]any{})
@@ -210,8 +209,8 @@ func fakeOptions(ts *httptest.Server) stackOptions {
 func TestCancellation(t *testing.T) {
 	t.Parallel()
 	f, ts := newFakeUpstream(t, 0)
-	srv := stdioPeer(t, "", config.Sampling{Models: []string{"fake/m"}})
-	s := newStack(t, map[string]config.MCPServer{"peer": srv}, fakeOptions(ts))
+	srv := stdioPeer(t, "", host.Policy{Models: []string{"fake/m"}})
+	s := newStack(t, map[string]peerConfig{"peer": srv}, fakeOptions(ts))
 	marker := filepath.Join(t.TempDir(), "marker")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -254,8 +253,8 @@ func waitCount(t testing.TB, s *stack, server, outcome string) {
 func TestUpstreamFailure(t *testing.T) {
 	t.Parallel()
 	_, ts := newFakeUpstream(t, http.StatusBadRequest)
-	srv := stdioPeer(t, "", config.Sampling{Models: []string{"fake/m"}})
-	s := newStack(t, map[string]config.MCPServer{"peer": srv}, fakeOptions(ts))
+	srv := stdioPeer(t, "", host.Policy{Models: []string{"fake/m"}})
+	s := newStack(t, map[string]peerConfig{"peer": srv}, fakeOptions(ts))
 	out := s.sample(t, "peer", "push", `{"messages":[{"role":"user","content":{"type":"text","text":"x"}}],"maxTokens":5}`)
 	if out.Code != tools.CodeInternal || !strings.Contains(out.Message, "the model call failed") || !strings.Contains(out.Message, "fake") {
 		t.Errorf("%d %q, want -32603 saying the model call to fake failed", out.Code, out.Message)

@@ -10,14 +10,12 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 
-	"github.com/sampled/sampled/internal/config"
 	"github.com/sampled/sampled/internal/host"
 	"github.com/sampled/sampled/internal/loop"
 	"github.com/sampled/sampled/internal/mcpschema"
@@ -66,14 +64,20 @@ func peer(t testing.TB) string {
 	return bin
 }
 
+// peerConfig is one peer: how to reach it, and its sampling policy.
+type peerConfig struct {
+	server tools.ServerOptions
+	policy host.Policy
+}
+
 // stdioPeer configures the peer over stdio with a sampling policy.
-func stdioPeer(t testing.TB, version string, policy config.Sampling) config.MCPServer {
-	return config.MCPServer{Command: peer(t), ProtocolVersion: version, Sampling: policy}
+func stdioPeer(t testing.TB, version string, policy host.Policy) peerConfig {
+	return peerConfig{tools.ServerOptions{Command: peer(t), ProtocolVersion: version}, policy}
 }
 
 // httpPeer starts the peer over streamable HTTP, stopped at the test's
 // end, and configures it.
-func httpPeer(t testing.TB, version string, policy config.Sampling) config.MCPServer {
+func httpPeer(t testing.TB, version string, policy host.Policy) peerConfig {
 	t.Helper()
 	args := []string{"-http", "127.0.0.1:0"}
 	if version == tools.ProtocolVersionMRTR {
@@ -95,7 +99,7 @@ func httpPeer(t testing.TB, version string, policy config.Sampling) config.MCPSe
 	if err != nil {
 		t.Fatalf("read the peer's URL: %v", err)
 	}
-	return config.MCPServer{URL: strings.TrimSpace(url), ProtocolVersion: version, Sampling: policy}
+	return peerConfig{tools.ServerOptions{URL: strings.TrimSpace(url), ProtocolVersion: version}, policy}
 }
 
 // stack is sampled's MCP host side: a registry whose sampling requests a
@@ -125,18 +129,6 @@ func (r *recorder) Run(ctx context.Context, spec loop.Spec, onIteration func(int
 	return snap, err
 }
 
-// late forwards to the host once it is set (the host needs the engine,
-// which needs the registry).
-type late struct{ h atomic.Pointer[host.Host] }
-
-func (l *late) CreateMessage(ctx context.Context, req *tools.SamplingRequest) (*sampler.CreateMessageResult, error) {
-	h := l.h.Load()
-	if h == nil {
-		return nil, &tools.SamplingError{Code: tools.CodeRefused, Message: "starting"}
-	}
-	return h.CreateMessage(ctx, req)
-}
-
 // stackOptions vary a stack; the zero value serves the offline provider.
 type stackOptions struct {
 	providers []sampler.Provider
@@ -145,7 +137,7 @@ type stackOptions struct {
 
 // newStack starts the stack with servers and waits until each is
 // connected; the test closes it at its end.
-func newStack(t testing.TB, servers map[string]config.MCPServer, so stackOptions) *stack {
+func newStack(t testing.TB, servers map[string]peerConfig, so stackOptions) *stack {
 	t.Helper()
 	models := append([]sampler.Model{{Provider: "offline", Name: offline.ModelDefault}, {Provider: "offline", Name: offline.ModelFlaky}}, so.models...)
 	cat := sampler.NewCatalog(models, "")
@@ -154,23 +146,29 @@ func newStack(t testing.TB, servers map[string]config.MCPServer, so stackOptions
 		t.Fatal(err)
 	}
 	m := metrics.New(prometheus.NewRegistry())
-	lh := &late{}
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
-	reg, err := tools.Start(ctx, tools.Options{Servers: servers, Metrics: m, Sampling: lh, MinBackoff: 50 * time.Millisecond, MaxBackoff: time.Second})
+	opts, policies := map[string]tools.ServerOptions{}, map[string]host.Policy{}
+	for name, p := range servers {
+		opts[name], policies[name] = p.server, p.policy
+	}
+	reg, err := tools.New(tools.Options{Servers: opts, Metrics: m, MinBackoff: 50 * time.Millisecond, MaxBackoff: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	store := memory.New(memory.Options{})
 	e := loop.New(loop.Options{Sampler: svc, Tools: reg, Store: store, Metrics: m})
 	rec := &recorder{e: e}
-	lh.h.Store(host.New(host.Options{Sampler: svc, Catalog: cat, Loops: rec, Tools: reg, Servers: servers, Metrics: m}))
 	t.Cleanup(func() {
 		e.Close()
 		if err := reg.Close(); err != nil {
 			t.Errorf("close the registry: %v", err)
 		}
 	})
+	h := host.New(host.Options{Sampler: svc, Catalog: cat, Loops: rec, Tools: reg, Servers: policies, Metrics: m})
+	if err := reg.Start(ctx, h); err != nil {
+		t.Fatal(err)
+	}
 	for name := range servers {
 		if err := reg.WaitConnected(ctx, name); err != nil {
 			t.Fatalf("%s: %v (%+v)", name, err, reg.Status())

@@ -12,11 +12,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"path"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/sampled/sampled/internal/access"
 	"github.com/sampled/sampled/internal/metrics"
 	"github.com/sampled/sampled/internal/runs"
 	"github.com/sampled/sampled/internal/sampler"
@@ -72,6 +74,9 @@ type Options struct {
 	Sampler Sampler
 	Tools   ToolSource
 	Store   Store
+	// Access admits the loops of Spec.Caller against that caller's
+	// concurrent loops; nil admits every loop.
+	Access *access.Guard
 	// Metrics nil records nothing; Logger nil discards.
 	Metrics *metrics.Metrics
 	Logger  *slog.Logger
@@ -112,6 +117,11 @@ type Spec struct {
 	// key itself); "" when the service has no keys. Only its owner may
 	// read, follow or cancel the run.
 	Owner string
+	// Caller, if set, is who starts the run: the run belongs to its key
+	// (Owner is its name) and counts against its concurrent loops
+	// (Options.Access) until it ends. At its limit Start returns a
+	// *LimitError.
+	Caller *access.Caller
 	// OnEnd, if set, is called once after the run has recorded its
 	// terminal event; not when Start returns an error.
 	OnEnd            func()
@@ -194,6 +204,18 @@ func New(o Options) *Engine {
 	return e
 }
 
+// LimitError is Start's refusal of a caller that runs as many loops as
+// it may.
+type LimitError struct {
+	// RetryAfter is how long to wait before asking again.
+	RetryAfter time.Duration
+}
+
+func (e *LimitError) Error() string {
+	return fmt.Sprintf("this API key has as many loops running as it may (its loop limit is reached); retry after %ds",
+		int64(math.Ceil(e.RetryAfter.Seconds())))
+}
+
 // ErrClosed is the error of Start after Close.
 var ErrClosed = errors.New("loop: engine closed")
 
@@ -242,6 +264,11 @@ func (e *Engine) start(ctx context.Context, spec Spec, onIteration func(int)) (r
 	}
 	e.wg.Add(1)
 	e.mu.Unlock()
+	release, err := e.admit(ctx, &spec)
+	if err != nil {
+		e.wg.Done()
+		return nil, nil, err
+	}
 	id := newID("loop_")
 	trace := newID("")
 	if spec.Origin.Kind == "" {
@@ -251,6 +278,7 @@ func (e *Engine) start(ctx context.Context, spec Spec, onIteration func(int)) (r
 		TimeoutMs: lim.timeout.Milliseconds(), Messages: spec.Messages, CreatedAt: time.Now().UTC()}
 	b, _ := json.Marshal(snap)
 	if err := e.o.Store.Create(ctx, id, b); err != nil {
+		release()
 		e.wg.Done()
 		return nil, nil, fmt.Errorf("loop: create run: %w", err)
 	}
@@ -264,6 +292,7 @@ func (e *Engine) start(ctx context.Context, spec Spec, onIteration func(int)) (r
 	go func() {
 		defer close(finished)
 		defer e.wg.Done()
+		defer release()
 		if spec.OnEnd != nil {
 			defer spec.OnEnd()
 		}
@@ -274,6 +303,22 @@ func (e *Engine) start(ctx context.Context, spec Spec, onIteration func(int)) (r
 		r.run(lctx, cancel)
 	}()
 	return r, finished, nil
+}
+
+// admit counts the loop of spec.Caller, if any, against its concurrent
+// loops and names it the run's owner; release ends the count.
+func (e *Engine) admit(ctx context.Context, spec *Spec) (release func(), err error) {
+	c := spec.Caller
+	if c == nil || e.o.Access == nil {
+		return func() {}, nil
+	}
+	release, ok, wait := e.o.Access.StartLoop(ctx, c)
+	if !ok {
+		e.o.Metrics.RateLimited.WithLabelValues(metrics.KeyLabel(c.Name()), metrics.LimitLoops).Inc()
+		return nil, &LimitError{RetryAfter: wait}
+	}
+	spec.Owner = c.Name()
+	return release, nil
 }
 
 // Close cancels every running loop and waits for them to finish: each

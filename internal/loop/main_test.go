@@ -16,7 +16,6 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/sampled/sampled/internal/config"
 	"github.com/sampled/sampled/internal/loop"
 	"github.com/sampled/sampled/internal/metrics"
 	"github.com/sampled/sampled/internal/retry"
@@ -60,19 +59,22 @@ func newRegistry(t testing.TB, withTest bool, m *metrics.Metrics) *tools.Registr
 		if err != nil {
 			t.Fatal(err)
 		}
-		o.Servers = map[string]config.MCPServer{"test": {Command: bin}}
+		o.Servers = map[string]tools.ServerOptions{"test": {Command: bin}}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
-	reg, err := tools.Start(ctx, o)
+	reg, err := tools.New(o)
 	if err != nil {
-		t.Fatalf("tools.Start: %v", err)
+		t.Fatalf("tools.New: %v", err)
 	}
 	t.Cleanup(func() {
 		if err := reg.Close(); err != nil {
 			t.Errorf("registry Close: %v", err)
 		}
 	})
+	if err := reg.Start(ctx, nil); err != nil {
+		t.Fatalf("tools.Start: %v", err)
+	}
 	if withTest {
 		if err := reg.WaitConnected(ctx, "test"); err != nil {
 			t.Fatalf("WaitConnected(test): %v; status %+v", err, reg.Status())

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -117,29 +116,28 @@ func (s *Server) runLoop(ctx context.Context, c *call, a delegateArgs) (any, err
 		Timeout:       &timeout,
 	}
 	// The run belongs to the key of this call, and counts against its
-	// concurrent loops until it ends.
-	if s.o.Admission != nil {
-		var header http.Header
+	// concurrent loops until it ends. The go-sdk runs a tool in the
+	// context of its session, not of the HTTP request that carried the
+	// call, but hands it that request's header.
+	if s.o.Access != nil {
+		var auth string
 		if c.req.Extra != nil {
-			header = c.req.Extra.Header
+			auth = c.req.Extra.Header.Get("Authorization")
 		}
-		owner, release, err := s.o.Admission.AdmitLoop(ctx, header)
+		caller, err := s.o.Access.Authenticate(auth)
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
 			return nil, &toolError{outcome: outcomeRefused, text: "the loop was not started: " + err.Error()}
 		}
-		spec.Owner, spec.OnEnd = owner, release
+		spec.Caller = caller
 	}
 	id, err := s.o.Loops.Start(ctx, spec)
-	if err != nil && spec.OnEnd != nil {
-		spec.OnEnd()
-	}
-	if errors.Is(err, loop.ErrClosed) {
+	var limit *loop.LimitError
+	switch {
+	case errors.As(err, &limit):
+		return nil, &toolError{outcome: outcomeRefused, text: "the loop was not started: " + err.Error()}
+	case errors.Is(err, loop.ErrClosed):
 		return nil, &toolError{outcome: outcomeRefused, text: "the server is shutting down"}
-	}
-	if err != nil {
+	case err != nil:
 		return nil, sampleError(ctx, err)
 	}
 	out := &delegateResult{RunID: id, ToolCalls: []toolCall{}}

@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"net"
 	"net/http"
 	"net/url"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/sampled/sampled/internal/access"
 	"github.com/sampled/sampled/internal/loop"
 	"github.com/sampled/sampled/internal/metrics"
 	"github.com/sampled/sampled/internal/runs"
@@ -62,31 +62,6 @@ type Runs interface {
 	Subscribe(ctx context.Context, id string, after int64) (runs.Subscription, error)
 }
 
-// Admission admits the loops agent_delegate starts on sampled's engine as
-// POST /v1/loops admits its own: it names their owner and counts them
-// against the caller's concurrent loops (app's loopAdmission over
-// access.Guard).
-type Admission interface {
-	// AdmitLoop admits one loop for the caller of a tool call, whose HTTP
-	// request carried header (nil off HTTP). It returns the run's owner
-	// ("" without API keys) and a release to call once the loop has ended
-	// or failed to start; a *LoopLimitError when the caller has as many
-	// loops running as it may.
-	AdmitLoop(ctx context.Context, header http.Header) (owner string, release func(), err error)
-}
-
-// LoopLimitError is AdmitLoop's refusal of a caller at its concurrent-loop
-// limit.
-type LoopLimitError struct {
-	// RetryAfter is how long to wait before asking again.
-	RetryAfter time.Duration
-}
-
-func (e *LoopLimitError) Error() string {
-	return fmt.Sprintf("this API key has as many loops running as it may (its loop limit is reached); retry after %ds",
-		int64(math.Ceil(e.RetryAfter.Seconds())))
-}
-
 // Options configure the server. Zero values mean the documented defaults.
 type Options struct {
 	// Sampling are the options of sampled's own sampling service; each
@@ -96,8 +71,10 @@ type Options struct {
 	// Loops and Runs serve agent_delegate when sampled runs the loop.
 	Loops Loops
 	Runs  Runs
-	// Admission nil starts those loops without an owner or a limit.
-	Admission Admission
+	// Access finds the caller of a tools/call request from its
+	// Authorization header: the loops agent_delegate starts belong to it,
+	// as POST /v1/loops's do. Nil starts them without an owner.
+	Access *access.Guard
 	// Mode nil means ModeAuto.
 	Mode Mode
 	// AllowedOrigins are the browser origins, besides loopback ones, that

@@ -14,7 +14,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 
-	"github.com/sampled/sampled/internal/config"
 	"github.com/sampled/sampled/internal/tools/mcptest"
 )
 
@@ -31,12 +30,15 @@ func TestClose(t *testing.T) {
 	ignore := goleak.IgnoreCurrent()
 
 	ctx := context.Background()
-	r, err := Start(ctx, Options{Servers: map[string]config.MCPServer{
+	r, err := New(Options{Servers: map[string]ServerOptions{
 		"one": {Command: bin},
 		"two": {Command: bin},
 		"web": {URL: ts.URL},
 	}})
 	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Start(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
 	var pids []int
@@ -95,26 +97,26 @@ func TestClose(t *testing.T) {
 	}
 }
 
-// TestStartErrors checks the configurations Start refuses.
+// TestStartErrors checks the configurations New refuses.
 func TestStartErrors(t *testing.T) {
 	t.Parallel()
 	t.Run("reserved name", func(t *testing.T) {
-		r, err := Start(context.Background(), Options{Servers: map[string]config.MCPServer{"std": {Command: "x"}}})
+		r, err := New(Options{Servers: map[string]ServerOptions{"std": {Command: "x"}}})
 		if err == nil {
 			_ = r.Close()
-			t.Fatal("Start succeeded")
+			t.Fatal("New succeeded")
 		}
 	})
 
 	t.Run("std may be replaced when disabled", func(t *testing.T) {
-		r := start(t, Options{Servers: map[string]config.MCPServer{"std": {URL: closedURL(t)}}, DisableStd: true})
+		r := start(t, Options{Servers: map[string]ServerOptions{"std": {URL: closedURL(t)}}, DisableStd: true})
 		if st := r.Status(); len(st) != 1 || st[0].Transport != TransportHTTP {
 			t.Errorf("Status = %+v", st)
 		}
 	})
 
 	t.Run("a required command that does not exist", func(t *testing.T) {
-		r := start(t, Options{Servers: map[string]config.MCPServer{"ghost": {Command: "/nonexistent/mcp-server", Required: true}}})
+		r := start(t, Options{Servers: map[string]ServerOptions{"ghost": {Command: "/nonexistent/mcp-server", Required: true}}})
 		waitFor(t, r, "a failed start", func() bool { return statusOf(t, r, "ghost").Error != "connecting" })
 		if err := r.Ready(); !errors.Is(err, ErrUnavailable) || !strings.HasSuffix(err.Error(), "not connected: ghost") {
 			t.Errorf("Ready = %v, want an error naming ghost", err)
@@ -126,7 +128,7 @@ func TestStartErrors(t *testing.T) {
 	// lack: a server that is not required degrades the registry (its
 	// status says why) without making it not ready.
 	t.Run("an optional command that does not exist", func(t *testing.T) {
-		r := start(t, Options{Servers: map[string]config.MCPServer{
+		r := start(t, Options{Servers: map[string]ServerOptions{
 			"ghost": {Command: "/nonexistent/mcp-server"},
 			"must":  {Command: "/nonexistent/other-server", Required: true},
 		}})
@@ -143,7 +145,7 @@ func TestStartErrors(t *testing.T) {
 	})
 
 	t.Run("optional servers down: ready", func(t *testing.T) {
-		r := start(t, Options{Servers: map[string]config.MCPServer{"ghost": {Command: "/nonexistent/mcp-server"}}})
+		r := start(t, Options{Servers: map[string]ServerOptions{"ghost": {Command: "/nonexistent/mcp-server"}}})
 		waitFor(t, r, "a failed start", func() bool { return statusOf(t, r, "ghost").Error != "connecting" })
 		if err := r.Ready(); err != nil {
 			t.Errorf("Ready = %v, want nil: ghost is not required", err)

@@ -18,7 +18,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/sampled/sampled/internal/config"
 	"github.com/sampled/sampled/internal/sampler"
 	"github.com/sampled/sampled/internal/testnet"
 )
@@ -70,7 +69,7 @@ func TestHTTP(t *testing.T) {
 	t.Cleanup(ts.Close) // after the registry's Close, registered later
 
 	r := start(t, Options{
-		Servers: map[string]config.MCPServer{"web": {
+		Servers: map[string]ServerOptions{"web": {
 			URL:     ts.URL,
 			Headers: map[string]string{"X-Api-Key": "s3cret", "Authorization": "Bearer t0k"},
 		}},
@@ -126,7 +125,7 @@ func closedURL(t *testing.T) string {
 func TestHTTPDown(t *testing.T) {
 	t.Parallel()
 	r := start(t, Options{
-		Servers:    map[string]config.MCPServer{"down": {URL: closedURL(t), Required: true}},
+		Servers:    map[string]ServerOptions{"down": {URL: closedURL(t), Required: true}},
 		MinBackoff: 10 * time.Millisecond,
 		MaxBackoff: 50 * time.Millisecond,
 	})
@@ -165,7 +164,7 @@ func TestHTTPLater(t *testing.T) {
 	t.Cleanup(ts.Close)
 
 	r := start(t, Options{
-		Servers:    map[string]config.MCPServer{"later": {URL: ts.URL, Required: true}},
+		Servers:    map[string]ServerOptions{"later": {URL: ts.URL, Required: true}},
 		DisableStd: true,
 		MinBackoff: 10 * time.Millisecond,
 		MaxBackoff: 50 * time.Millisecond,
@@ -209,7 +208,7 @@ func TestHTTPChild(t *testing.T) {
 		t.Fatalf("URL %q", url)
 	}
 
-	r := start(t, Options{Servers: map[string]config.MCPServer{"child": {URL: url, Required: true}}, DisableStd: true})
+	r := start(t, Options{Servers: map[string]ServerOptions{"child": {URL: url, Required: true}}, DisableStd: true})
 	waitConnected(t, r, "child")
 	want := []string{"child__add", "child__add_tool", "child__crash", "child__echo", "child__fail", "child__getenv", "child__pid", "child__slow"}
 	if diff := cmp.Diff(want, toolNames(r, "child")); diff != "" {

@@ -49,15 +49,18 @@ func start(t *testing.T, o Options) *Registry {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
 	defer cancel()
-	r, err := Start(ctx, o)
+	r, err := New(o)
 	if err != nil {
-		t.Fatalf("Start: %v", err)
+		t.Fatalf("New: %v", err)
 	}
 	t.Cleanup(func() {
 		if err := r.Close(); err != nil {
 			t.Errorf("Close: %v", err)
 		}
 	})
+	if err := r.Start(ctx, nil); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
 	return r
 }
 

@@ -40,15 +40,17 @@ var errClosed = errors.New("registry closed")
 
 // Registry connects to the configured MCP servers and the built-in std
 // server, lists their tools, keeps the list fresh, and calls tools. Create
-// it with [Start]; its methods are safe for concurrent use. A server that
+// it with [New] and connect it with [Registry.Start]; its methods are safe
+// for concurrent use. A server that
 // fails to connect or dies is retried with backoff until [Registry.Close];
 // meanwhile its tools stay listed and calls to them fail with
 // [ErrUnavailable].
 type Registry struct {
 	logger  *slog.Logger
 	backoff retry.Upstream
-	// servers is fixed by Start; the mutable fields of each are guarded by
-	// mu.
+	impl    *mcp.Implementation
+	// servers is fixed by New; the mutable fields of each are guarded by
+	// mu (client and dial are set by Start, before any goroutine).
 	servers map[string]*server
 	names   []string        // sorted keys of servers
 	life    context.Context // the registry's, ended by Close: it cancels calls in flight
@@ -57,6 +59,7 @@ type Registry struct {
 	record  recorder
 
 	mu      sync.Mutex
+	started bool
 	closed  bool
 	changed chan struct{} // closed and replaced on every change of state
 	tools   []Tool        // sorted by Name
@@ -74,6 +77,7 @@ type server struct {
 	check     chan struct{} // one pending liveness check
 	idle      interface{ CloseIdleConnections() }
 	required  bool // readiness needs the server connected
+	opts      ServerOptions
 
 	// Guarded by Registry.mu.
 	depths   map[int]int        // calls in flight by sampling depth (> 0)
@@ -89,13 +93,12 @@ type toolRef struct {
 	original string
 }
 
-// Start validates o, connects the built-in std server (synchronously, so
-// that its tools are available at once) and starts connecting the
-// configured servers in the background. It returns at once: a server that
-// fails is retried with backoff, and only an invalid configuration or a
-// failing std server is an error. ctx bounds the start of std; the
-// background work lives until [Registry.Close].
-func Start(ctx context.Context, o Options) (*Registry, error) {
+// New validates o and returns a registry of its servers, none connected
+// yet: [Registry.Start] connects them. Only an invalid configuration is an
+// error. A loop engine and a sampling host may take the registry before it
+// starts, so that the host answering the servers' sampling requests exists
+// before any server connects.
+func New(o Options) (*Registry, error) {
 	logger := o.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
@@ -114,44 +117,27 @@ func Start(ctx context.Context, o Options) (*Registry, error) {
 	r := &Registry{
 		logger:  logger,
 		backoff: retry.Upstream{BaseDelay: minB, MaxDelay: max(minB, maxB)},
+		impl:    &mcp.Implementation{Name: "sampled", Version: version},
 		servers: map[string]*server{},
 		record:  recorder{m: o.Metrics},
 		changed: make(chan struct{}),
 		index:   map[string]toolRef{},
 	}
-	impl := &mcp.Implementation{Name: "sampled", Version: version}
-	names := make([]string, 0, len(o.Servers))
-	for name := range o.Servers {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		cfg := o.Servers[name]
+	r.life, r.cancel = context.WithCancel(context.Background())
+	for name, cfg := range o.Servers {
 		if name == StdServer && !o.DisableStd {
 			return nil, fmt.Errorf("tools: mcpServers.%s: the name is reserved for the built-in server (disable it to reuse the name)", name)
 		}
 		s := newServer(name)
 		s.required = cfg.Required
-		slogger := logger.With("mcpServer", name)
-		// config.Load checked that each server has a command or a URL.
+		s.opts = cfg
 		if cfg.Command != "" {
 			s.transport = TransportStdio
-			s.dial = stdioDialer(cfg, slogger)
-			s.client = r.newClient(impl, s, slogger, 0, o.Sampling)
 		} else {
-			hc, t := newHTTPClient(cfg.Headers)
 			s.transport = TransportHTTP
-			s.dial = httpDialer(cfg.URL, cfg.ProtocolVersion, hc)
-			s.idle = t
-			ka := keepAlive
-			if cfg.ProtocolVersion >= ProtocolVersionMRTR {
-				ka = 0 // go-sdk pings only below 2026-07-28
-			}
-			s.client = r.newClient(impl, s, slogger, ka, o.Sampling)
 		}
 		r.servers[name] = s
 	}
-	var first *conn
 	if !o.DisableStd {
 		now := o.Now
 		if now == nil {
@@ -160,34 +146,71 @@ func Start(ctx context.Context, o Options) (*Registry, error) {
 		s := newServer(StdServer)
 		s.transport = TransportBuiltin
 		s.dial = inMemoryDialer(newStdServer(now, version))
-		s.client = r.newClient(impl, s, logger.With("mcpServer", StdServer), 0, nil)
 		r.servers[StdServer] = s
+	}
+	for name := range r.servers {
+		r.names = append(r.names, name)
+		r.record.up(name, false)
+	}
+	sort.Strings(r.names)
+	return r, nil
+}
+
+// Start connects the built-in std server (synchronously, so that its tools
+// are available at once) and starts connecting the configured servers in
+// the background, with h answering their sampling requests (nil declares
+// no sampling capability). It returns at once: a server that fails is
+// retried with backoff, and only a failing std server is an error. ctx
+// bounds the start of std; the background work lives until
+// [Registry.Close]. A registry starts once.
+func (r *Registry) Start(ctx context.Context, h SamplingHost) error {
+	r.mu.Lock()
+	started, closed := r.started, r.closed
+	r.started = true
+	r.mu.Unlock()
+	switch {
+	case closed:
+		return fmt.Errorf("tools: start: %w", errClosed)
+	case started:
+		return errors.New("tools: the registry is started already")
+	}
+	for _, s := range r.servers {
+		slogger := r.logger.With("mcpServer", s.name)
+		switch s.transport {
+		case TransportBuiltin:
+			s.client = r.newClient(s, slogger, 0, nil)
+		case TransportStdio:
+			s.dial = stdioDialer(s.opts, slogger)
+			s.client = r.newClient(s, slogger, 0, h)
+		default:
+			hc, t := newHTTPClient(s.opts.Headers)
+			s.dial = httpDialer(s.opts.URL, s.opts.ProtocolVersion, hc)
+			s.idle = t
+			ka := keepAlive
+			if s.opts.ProtocolVersion >= ProtocolVersionMRTR {
+				ka = 0 // go-sdk pings only below 2026-07-28
+			}
+			s.client = r.newClient(s, slogger, ka, h)
+		}
+	}
+	var first *conn
+	if s, ok := r.servers[StdServer]; ok && s.transport == TransportBuiltin {
 		c, tools, err := r.connect(ctx, s)
 		if err != nil {
-			return nil, fmt.Errorf("tools: built-in server: %w", err)
+			return fmt.Errorf("tools: built-in server: %w", err)
 		}
 		first = c
 		r.setUp(s, c, tools)
 	}
-	for name, s := range r.servers {
-		r.names = append(r.names, name)
-		if s.session == nil {
-			r.record.up(name, false)
-		}
-	}
-	sort.Strings(r.names)
-
-	bg, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	r.life, r.cancel = bg, cancel
 	for _, s := range r.servers {
 		var c *conn
-		if s.name == StdServer && first != nil {
+		if s.transport == TransportBuiltin {
 			c = first
 		}
 		r.wg.Add(1)
-		go r.supervise(bg, s, c)
+		go r.supervise(r.life, s, c)
 	}
-	return r, nil
+	return nil
 }
 
 func newServer(name string) *server {
@@ -207,7 +230,7 @@ func signal(ch chan struct{}) {
 // it declares sampling with tools ({"sampling":{"tools":{}}}) and answers
 // sampling/createMessage; else it declares no capability (the SDK's
 // default would be roots).
-func (r *Registry) newClient(impl *mcp.Implementation, s *server, logger *slog.Logger, keepAlive time.Duration, h SamplingHost) *mcp.Client {
+func (r *Registry) newClient(s *server, logger *slog.Logger, keepAlive time.Duration, h SamplingHost) *mcp.Client {
 	o := &mcp.ClientOptions{
 		Logger:       logger,
 		KeepAlive:    keepAlive,
@@ -220,7 +243,7 @@ func (r *Registry) newClient(impl *mcp.Implementation, s *server, logger *slog.L
 		//lint:ignore SA1019 sampled is a sampling client on purpose; go-sdk deprecates sampling from 2026-07-28 but keeps it working through the deprecation window
 		o.CreateMessageWithToolsHandler = r.createMessageHandler(s, h)
 	}
-	return mcp.NewClient(impl, o)
+	return mcp.NewClient(r.impl, o)
 }
 
 // connect opens a session to s and lists its tools.
@@ -480,7 +503,7 @@ func (r *Registry) Status() []ServerStatus {
 	return out
 }
 
-// Ready returns nil when every required server (config.MCPServer.Required)
+// Ready returns nil when every required server ([ServerOptions.Required])
 // is connected, else an error wrapping [ErrUnavailable] that names the
 // required servers that are not, with the reason. A server that is not
 // required and not connected only degrades the registry: [Registry.Status]

@@ -14,7 +14,7 @@ import (
 
 // SamplingHost answers the sampling/createMessage requests MCP servers send
 // sampled. The registry declares the sampling capability (with tools) to
-// every server when [Options.Sampling] is set.
+// every server when it is given to [Registry.Start].
 type SamplingHost interface {
 	// CreateMessage answers one request. An error that is a
 	// *[SamplingError] is sent with its code and message; any other error
@@ -57,14 +57,19 @@ const (
 	CodeInternal = jsonrpc.CodeInternalError
 )
 
-// SamplingError is a sampling request's JSON-RPC error.
+// SamplingError is a sampling request's JSON-RPC error: Code and Message
+// go on the wire; Err, if set, is its cause, for the host's own use.
 type SamplingError struct {
 	Code    int64
 	Message string
+	Err     error
 }
 
 // Error returns the message.
 func (e *SamplingError) Error() string { return e.Message }
+
+// Unwrap returns the cause.
+func (e *SamplingError) Unwrap() error { return e.Err }
 
 // depthKey carries the sampling depth of a client-run loop's tool calls.
 type depthKey struct{}

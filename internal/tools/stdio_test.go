@@ -15,7 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/sampled/sampled/internal/config"
 	"github.com/sampled/sampled/internal/metrics"
 	"github.com/sampled/sampled/internal/sampler"
 	"github.com/sampled/sampled/internal/tools/mcptest"
@@ -26,7 +25,7 @@ func TestStdio(t *testing.T) {
 	refuse := filepath.Join(t.TempDir(), "refuse")
 	m := metrics.New(prometheus.NewRegistry())
 	r := start(t, Options{
-		Servers: map[string]config.MCPServer{"stdio": {
+		Servers: map[string]ServerOptions{"stdio": {
 			Command:  mcpServer(t),
 			Args:     []string{"-refuse", refuse},
 			Env:      map[string]string{"MCPSERVER_GREETING": "bonjour"},

@@ -18,7 +18,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sampled/sampled/internal/config"
 	"github.com/sampled/sampled/internal/metrics"
 	"github.com/sampled/sampled/internal/sampler"
 )
@@ -105,17 +104,38 @@ type ServerStatus struct {
 	// Tools counts the server's listed tools; a disconnected server keeps
 	// the tools it listed last.
 	Tools int `json:"tools"`
-	// Required reports the server's mcpServers.<name>.required: while a
+	// Required reports the server's [ServerOptions.Required]: while a
 	// required server is not connected the registry is not ready.
 	Required bool `json:"required"`
 }
 
-// Options configures [Start]. The zero value starts the built-in std server
+// ServerOptions say how to reach one MCP server: Command (with Args and
+// Env) starts it as a child speaking stdio; else URL (with Headers) is its
+// streamable HTTP endpoint. One of the two is set.
+type ServerOptions struct {
+	// Command, Args and Env start a stdio server; Env adds to sampled's
+	// own environment.
+	Command string
+	Args    []string
+	Env     map[string]string
+	// URL and Headers reach a streamable HTTP server; the headers are
+	// added to every request.
+	URL     string
+	Headers map[string]string
+	// ProtocolVersion is the MCP version offered to the server: "" means
+	// [ProtocolVersion], or [ProtocolVersionMRTR].
+	ProtocolVersion string
+	// Required makes [Registry.Ready] fail while the server is not
+	// connected; by default a server that is down only degrades the
+	// registry.
+	Required bool
+}
+
+// Options configures [New]. The zero value runs the built-in std server
 // alone, records no metrics and logs nothing.
 type Options struct {
-	// Servers are the configured MCP servers by name: Command for stdio,
-	// URL for streamable HTTP.
-	Servers map[string]config.MCPServer
+	// Servers are the MCP servers to connect, by name.
+	Servers map[string]ServerOptions
 	// DisableStd turns the built-in "std" server off; it is on unless set.
 	DisableStd bool
 	// Metrics records tool calls and server state; nil records nothing.
@@ -131,9 +151,6 @@ type Options struct {
 	// Version is the client version reported to MCP servers; "" means
 	// "dev".
 	Version string
-	// Sampling answers the sampling requests of the configured servers
-	// (not the built-in one); nil declares no sampling capability.
-	Sampling SamplingHost
 }
 
 // maxNameLen is the longest tool name OpenAI and Anthropic accept.

@@ -12,8 +12,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/sampled/sampled/internal/config"
 )
 
 // conn is one live client session and what must be released after it.
@@ -67,7 +65,7 @@ func checkVersion(session *mcp.ClientSession, offered string) error {
 // stdioDialer starts a new child process per session: the command with its
 // arguments, the environment of sampled plus the configured variables, and
 // its stderr written to logger line by line.
-func stdioDialer(s config.MCPServer, logger *slog.Logger) dialer {
+func stdioDialer(s ServerOptions, logger *slog.Logger) dialer {
 	env := os.Environ()
 	keys := make([]string, 0, len(s.Env))
 	for k := range s.Env {

@@ -21,6 +21,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sampled/sampled/internal/app"
+	"github.com/sampled/sampled/internal/runs"
+	"github.com/sampled/sampled/internal/runs/memory"
 )
 
 // fanoutOptions configure the SSE fan-out measurement.
@@ -183,10 +185,11 @@ func publishPaced(ctx context.Context, pub publisher, events int, interval time.
 	return took, nil
 }
 
-// service is sampled on the offline provider, with one run whose event log
-// the benchmark appends to.
+// service is sampled on the offline provider, with one run in its store
+// whose event log the benchmark appends to.
 type service struct {
 	a    *app.App
+	runs runs.Store
 	reg  *prometheus.Registry
 	addr string
 	stop func()
@@ -195,12 +198,12 @@ type service struct {
 const fanoutRun = "loop_fanout"
 
 func startService(ctx context.Context) (*service, error) {
-	reg := prometheus.NewRegistry()
-	a, err := app.New(ctx, app.Options{Registry: reg})
+	reg, store := prometheus.NewRegistry(), memory.New(memory.Options{})
+	a, err := app.New(ctx, app.Options{Registry: reg, Runs: store})
 	if err != nil {
 		return nil, err
 	}
-	if err := a.Runs().Create(ctx, fanoutRun, json.RawMessage(`{"status":"running"}`)); err != nil {
+	if err := store.Create(ctx, fanoutRun, json.RawMessage(`{"status":"running"}`)); err != nil {
 		a.Close()
 		return nil, err
 	}
@@ -209,7 +212,7 @@ func startService(ctx context.Context) (*service, error) {
 		a.Close()
 		return nil, err
 	}
-	return &service{a: a, reg: reg, addr: u, stop: stop}, nil
+	return &service{a: a, runs: store, reg: reg, addr: u, stop: stop}, nil
 }
 
 func (s *service) url() string { return s.addr + "/v1/loops/" + fanoutRun + "/events" }
@@ -231,9 +234,9 @@ func (s *service) subscribers() int {
 func (s *service) publish(_ int, data []byte, last bool) error {
 	var err error
 	if last {
-		_, err = s.a.Runs().Finish(context.Background(), fanoutRun, "bench", data, nil)
+		_, err = s.runs.Finish(context.Background(), fanoutRun, "bench", data, nil)
 	} else {
-		_, err = s.a.Runs().Append(context.Background(), fanoutRun, "bench", data)
+		_, err = s.runs.Append(context.Background(), fanoutRun, "bench", data)
 	}
 	return err
 }
@@ -320,7 +323,7 @@ func (f *floor) close() { f.ln.Close() }
 // fanoutClientMain is the client process of runFanout: it subscribes, reads
 // every event and prints a fanoutResult as JSON.
 func fanoutClientMain(args []string, stdout io.Writer) error {
-	fs := flag.NewFlagSet("sampled-bench -fanout-client", flag.ContinueOnError)
+	fs := flag.NewFlagSet("bench -fanout-client", flag.ContinueOnError)
 	url := fs.String("fanout-client", "", "events URL")
 	n := fs.Int("fanout", 1000, "subscribers")
 	events := fs.Int("events", 50, "events per subscriber")

@@ -1,0 +1,131 @@
+// Command bench measures what sampled adds to an upstream call, beside
+// the least Go gateway that does the same work (the floor): each program
+// in its own process, a zero-latency fake OpenAI upstream in another, the
+// load client in a third.
+//
+// With -side it measures over -rounds alternating rounds: latency at
+// concurrency 1 (the sides' requests interleaved one by one, see
+// interleave.go), throughput and CPU per request at concurrency -c for -d,
+// and resident memory with -inflight requests held by a slow upstream; it
+// prints the medians and the targets against the floor (side.go).
+//
+// With -fanout N it measures SSE fan-out instead: N subscribers, in a
+// separate process, follow one run while -events events are published
+// every -interval; it reports the delivery latency from publish to each
+// client and the service's heap. -floor serves the same bytes over bare TCP
+// instead, to show what the machine itself allows.
+//
+// Usage:
+//
+//	go run ./bench -side [-rounds 3] [-n 5000] [-c 64] [-d 10s] [-inflight 1000] [-upstream-delay 2s] [-cpuprofile f]
+//	go run ./bench -fanout 1000 [-events 50] [-interval 20ms] [-floor] [-cpuprofile f]
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"time"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, stdout io.Writer) error {
+	if len(args) > 1 && args[1] == "-fanout-client" {
+		return fanoutClientMain(args[1:], stdout)
+	}
+	if len(args) > 1 && isSideChild(args[1]) {
+		return sideChild(ctx, args[1:], os.Stdin, stdout)
+	}
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	side := fs.Bool("side", false, "measure sampled side by side with the floor gateway, each in its own process")
+	n := fs.Int("n", 5000, "requests to each side per c=1 latency measurement, the sides' requests interleaved")
+	c := fs.Int("c", 64, "concurrency of the throughput measurement")
+	d := fs.Duration("d", 10*time.Second, "duration of the throughput measurement")
+	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the fan-out phase to this file; "+
+		"with -side, of each gateway in an extra throughput phase per mode, to this name with -floor-plain etc. inserted")
+	rounds := fs.Int("rounds", 3, "alternating rounds of the side-by-side measurement")
+	inflight := fs.Int("inflight", 1000, "requests held in flight for the side-by-side memory measurement")
+	upstreamDelay := fs.Duration("upstream-delay", 2*time.Second, "how long the upstream holds them")
+	fanout := fs.Int("fanout", 0, "measure SSE fan-out to this many subscribers instead")
+	events := fs.Int("events", 50, "events published in the fan-out measurement")
+	interval := fs.Duration("interval", 20*time.Millisecond, "time between events in the fan-out measurement")
+	floorOnly := fs.Bool("floor", false, "fan-out over bare TCP instead of sampled")
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	switch {
+	case *fanout > 0:
+		return withCPUProfile(*cpuprofile, func() error {
+			return runFanout(ctx, fanoutOptions{subscribers: *fanout, events: *events, interval: *interval, floor: *floorOnly}, stdout)
+		})
+	case *side:
+		if *rounds < 1 || *n < 1 || *c < 1 || *d <= 0 || *inflight < 1 {
+			return errors.New("-side needs -rounds, -n, -c, -d and -inflight positive")
+		}
+		return runSide(ctx, sideOptions{rounds: *rounds, n: *n, c: *c, d: *d, inflight: *inflight,
+			delay: *upstreamDelay, cpuprofile: *cpuprofile}, stdout)
+	default:
+		return errors.New("give -side or -fanout N")
+	}
+}
+
+// withCPUProfile runs fn, writing a CPU profile of it to path if path is
+// not empty.
+func withCPUProfile(path string, fn func() error) error {
+	if path == "" {
+		return fn()
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if err := pprof.StartCPUProfile(f); err != nil {
+		return err
+	}
+	defer pprof.StopCPUProfile()
+	return fn()
+}
+
+// serve starts srv on a loopback port.
+func serve(srv *http.Server) (string, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	go func() { _ = srv.Serve(ln) }()
+	return "http://" + ln.Addr().String(), func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+	}, nil
+}
+
+func post(c *http.Client, url string, body []byte) error {
+	resp, err := c.Post(url, "application/json", bytes.NewReader(body))
+	if err != nil {
+		return err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return nil
+}
