@@ -1,6 +1,6 @@
 // Package app assembles sampled from its parts: configuration, providers,
 // the sampling service, MCP tools, the run store, the loop engine and the
-// HTTP handler. cmd/server serves it; cmd/sampled-bench measures it.
+// HTTP handler. cmd/server serves it; bench measures it.
 package app
 
 import (
@@ -35,6 +35,10 @@ type Options struct {
 	Logger *slog.Logger
 	// Registry nil means a new registry with the Go and process collectors.
 	Registry *prometheus.Registry
+	// Runs, if set, is the store of loop runs and their event logs, in
+	// place of the one the configuration names; the App closes it. nil
+	// means the configured store.
+	Runs runs.Store
 }
 
 // App is the assembled service.
@@ -113,7 +117,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 		_ = toolReg.Close()
 		return nil, err
 	}
-	store, err := openStore(ctx, pc.Redis, redisMetrics, o.Logger)
+	store, err := openStore(ctx, o.Runs, pc.Redis, redisMetrics, o.Logger)
 	if err != nil {
 		_ = errors.Join(toolReg.Close(), closeLimits())
 		return nil, err
@@ -191,10 +195,6 @@ func newGuard(c *config.Config, m *metrics.Metrics, rm *metrics.Redis, log *slog
 	m.AccessKeys(names)
 	return g, closeShared, nil
 }
-
-// Runs is the store of loop runs and their event logs; the benchmark
-// command publishes into it directly.
-func (a *App) Runs() runs.Store { return a.store }
 
 // Drain cancels the running loops and waits until each has recorded its
 // terminal event, which every event stream of the loop then writes before
