@@ -99,10 +99,10 @@ func New(ctx context.Context, o Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The host answers the MCP servers' sampling requests with the loop
-	// engine, which calls the registry's tools: it is set once both exist.
-	samplingHost := &lateHost{}
-	toolReg, err := tools.Start(ctx, tools.Options{Servers: pc.MCPServers, Metrics: m, Logger: o.Logger, Sampling: samplingHost})
+	// The registry connects once the host that answers its servers'
+	// sampling requests exists: the host runs loops on the engine, which
+	// calls the registry's tools.
+	toolReg, err := tools.New(tools.Options{Servers: toolServers(pc.MCPServers), Metrics: m, Logger: o.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("tools: %w", err)
 	}
@@ -124,8 +124,12 @@ func New(ctx context.Context, o Options) (*App, error) {
 	}
 	a := &App{Catalog: cat, tools: toolReg, store: store.Store, closeStore: store.close, closeLimits: closeLimits}
 	a.engine = loop.New(loop.Options{Sampler: svc, Tools: toolReg, Store: a.store, Access: guard, Metrics: m, Logger: o.Logger})
-	samplingHost.set(host.New(host.Options{Sampler: svc, Catalog: cat, Loops: a.engine, Tools: toolReg,
-		Servers: pc.MCPServers, Metrics: m, Logger: o.Logger}))
+	samplingHost := host.New(host.Options{Sampler: svc, Catalog: cat, Loops: a.engine, Tools: toolReg,
+		Servers: samplingPolicies(pc.MCPServers), Metrics: m, Logger: o.Logger})
+	if err := toolReg.Start(ctx, samplingHost); err != nil {
+		_ = errors.Join(toolReg.Close(), a.store.Close(), store.close(), closeLimits())
+		return nil, fmt.Errorf("tools: %w", err)
+	}
 	mcpSrv, err := mcpserver.New(mcpserver.Options{Sampling: sopts, Loops: a.engine, Runs: a.store,
 		Access: guard, Mode: mcpserver.Mode(pc.MCPEndpoint.Sampling),
 		AllowedOrigins: pc.MCPEndpoint.AllowedOrigins, Metrics: m, Logger: o.Logger})

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"path"
 	"slices"
 	"sync"
 	"time"
@@ -355,7 +354,7 @@ func (e *Engine) check(s *Spec) (limits, error) {
 		}
 	}
 	for i, p := range s.AllowedTools {
-		if _, err := path.Match(p, ""); err != nil {
+		if !tools.Pattern(p).Valid() {
 			errs = append(errs, sampler.FieldError{Path: fmt.Sprintf("/allowedTools/%d", i), Message: "not a valid glob pattern"})
 		}
 	}
@@ -388,7 +387,7 @@ func allowed(patterns []string, name string) bool {
 		return true
 	}
 	for _, p := range patterns {
-		if ok, _ := path.Match(p, name); ok {
+		if tools.Pattern(p).Match(name) {
 			return true
 		}
 	}
