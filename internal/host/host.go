@@ -16,7 +16,6 @@ package host
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -220,15 +219,11 @@ func (h *Host) createMessage(ctx context.Context, req *tools.SamplingRequest) (*
 	case pol.limit != nil && !pol.limit.Allow():
 		return nil, refused("rate limit: MCP server %q may send %d sampling requests per minute", req.Server, pol.RequestsPerMinute)
 	}
-	var cp sampler.CreateMessageParams
-	if err := json.Unmarshal(req.Params, &cp); err != nil {
-		return nil, invalidParams(err)
-	}
-	ext, err := extensions(req.Params, cp.Meta)
+	ext, err := extensions(req.Params.Meta)
 	if err != nil {
 		return nil, err
 	}
-	p, err := cp.Params()
+	p, err := req.Params.Params()
 	if err != nil {
 		return nil, invalidParams(err)
 	}
@@ -268,8 +263,7 @@ func (p *policy) model(cat *sampler.Catalog, prefs *sampler.ModelPreferences) st
 	return p.models[0]
 }
 
-// invalidParams converts a decoding or checking error to -32602, naming
-// every path.
+// invalidParams converts a checking error to -32602, naming every path.
 func invalidParams(err error) error {
 	var inv *sampler.InvalidError
 	if errors.As(err, &inv) {
@@ -278,14 +272,6 @@ func invalidParams(err error) error {
 			parts[i] = fe.Path + ": " + fe.Message
 		}
 		return invalid("invalid params: %s", strings.Join(parts, "; "))
-	}
-	var pe *sampler.PathError
-	if errors.As(err, &pe) {
-		return invalid("invalid params: %s: %s", pe.Path, pe.Message)
-	}
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
-		return invalid("invalid params: /%s: want %s, got %s", strings.ReplaceAll(te.Field, ".", "/"), te.Type, te.Value)
 	}
 	return invalid("invalid params: %v", err)
 }

@@ -25,28 +25,24 @@ type extension struct {
 // loop reports whether the request asks for a client-run loop.
 func (e extension) loop() bool { return e.maxIterations != nil }
 
-// loopMembers are the extension members, in the params or under _meta.
+// loopMembers are the extension members under _meta.
 type loopMembers struct {
 	MaxIterations       json.RawMessage `json:"maxIterations"`
 	AllowedToolPatterns json.RawMessage `json:"allowedToolPatterns"`
 }
 
-// extensions reads maxIterations and allowedToolPatterns from the params'
-// members or from _meta (go-sdk keeps only _meta of what MCP's schema does
-// not name, so _meta is the spelling that works on every transport). They
-// come together; an error is -32602 naming the path.
-func extensions(params, meta json.RawMessage) (extension, error) {
-	var top, inMeta loopMembers
-	_ = json.Unmarshal(params, &top) // the params decoded already
+// extensions reads maxIterations and allowedToolPatterns from _meta, where
+// go-sdk keeps them (it drops the params' members MCP's schema does not
+// name; on stdio the registry moves them under _meta). They come together;
+// an error is -32602 naming the path.
+func extensions(meta json.RawMessage) (extension, error) {
+	var m loopMembers
 	if len(meta) > 0 {
-		if err := json.Unmarshal(meta, &inMeta); err != nil {
+		if err := json.Unmarshal(meta, &m); err != nil {
 			return extension{}, invalid("invalid params: /_meta: must be an object")
 		}
 	}
-	m, at := top, ""
-	if inMeta.MaxIterations != nil || inMeta.AllowedToolPatterns != nil {
-		m, at = inMeta, "/_meta"
-	}
+	const at = "/_meta"
 	if m.MaxIterations == nil && m.AllowedToolPatterns == nil {
 		return extension{}, nil
 	}

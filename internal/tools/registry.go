@@ -647,27 +647,20 @@ func transportError(err error) bool {
 	return true
 }
 
-// convertResult converts the SDK's result by JSON, so that every content
-// block round-trips.
+// convertResult converts the SDK's result.
 func convertResult(res *mcp.CallToolResult) (*Result, error) {
-	out := &Result{Content: make([]sampler.Content, 0, len(res.Content)), IsError: res.IsError}
-	for i, c := range res.Content {
-		b, err := json.Marshal(c)
-		if err != nil {
-			return nil, fmt.Errorf("content %d: %w", i, err)
-		}
-		var sc sampler.Content
-		if err := json.Unmarshal(b, &sc); err != nil {
-			return nil, fmt.Errorf("content %d: %w", i, err)
-		}
-		out.Content = append(out.Content, sc)
+	content, err := sampler.FromMCPContents(res.Content)
+	if err != nil {
+		return nil, err
 	}
+	if content == nil {
+		content = []sampler.Content{}
+	}
+	out := &Result{Content: content, IsError: res.IsError}
 	if res.StructuredContent != nil {
-		b, err := json.Marshal(res.StructuredContent)
-		if err != nil {
+		if out.StructuredContent, err = json.Marshal(res.StructuredContent); err != nil {
 			return nil, fmt.Errorf("structuredContent: %w", err)
 		}
-		out.StructuredContent = b
 	}
 	return out, nil
 }

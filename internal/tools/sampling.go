@@ -2,7 +2,6 @@ package tools
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -30,11 +29,10 @@ type SamplingRequest struct {
 	// shows it (stdio); "" otherwise (streamable HTTP, and requests of
 	// "input required" results, which have none).
 	RequestID string
-	// Params are the request's params (MCP's CreateMessageRequestParams)
-	// as JSON. On stdio, maxIterations and allowedToolPatterns sent as
-	// members of the params are moved under _meta, where go-sdk keeps
-	// them.
-	Params json.RawMessage
+	// Params are the request's params (MCP's CreateMessageRequestParams).
+	// On stdio, maxIterations and allowedToolPatterns sent as members of
+	// the params are moved under _meta, where go-sdk keeps them.
+	Params *sampler.CreateMessageParams
 	// Depth is how deeply the request is nested: 1 for a request made
 	// outside any client-run loop, n+1 for one made by a server whose tool
 	// a client-run loop of depth n called.
@@ -129,11 +127,11 @@ func (r *Registry) createMessageHandler(s *server, h SamplingHost) func(context.
 	//lint:ignore SA1019 see above
 	return func(ctx context.Context, req *mcp.CreateMessageWithToolsRequest) (*mcp.CreateMessageWithToolsResult, error) {
 		id := requestID(req.Params.Meta, s.transport == TransportStdio)
-		raw, err := json.Marshal(req.Params)
+		params, err := sampler.FromMCPParams(req.Params)
 		if err != nil {
 			return nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: fmt.Sprintf("sampling/createMessage: params: %v", err)}
 		}
-		sr := &SamplingRequest{Server: s.name, RequestID: id, Params: raw, Depth: max(SamplingDepth(ctx), r.callDepth(s)) + 1}
+		sr := &SamplingRequest{Server: s.name, RequestID: id, Params: params, Depth: max(SamplingDepth(ctx), r.callDepth(s)) + 1}
 		if tok := req.Params.GetProgressToken(); tok != nil && req.Session != nil {
 			session := req.Session
 			sr.Progress = func(ctx context.Context, progress float64, message string) {
@@ -147,16 +145,11 @@ func (r *Registry) createMessageHandler(s *server, h SamplingHost) func(context.
 		if err != nil {
 			return nil, wireError(err)
 		}
-		b, err := json.Marshal(res)
+		out, err := sampler.ToMCPResult(res)
 		if err != nil {
-			return nil, &jsonrpc.Error{Code: CodeInternal, Message: fmt.Sprintf("sampling/createMessage: encode the result: %v", err)}
-		}
-		//lint:ignore SA1019 see above
-		var out mcp.CreateMessageWithToolsResult
-		if err := json.Unmarshal(b, &out); err != nil {
 			return nil, &jsonrpc.Error{Code: CodeInternal, Message: fmt.Sprintf("sampling/createMessage: convert the result: %v", err)}
 		}
-		return &out, nil
+		return out, nil
 	}
 }
 
