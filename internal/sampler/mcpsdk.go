@@ -59,24 +59,10 @@ func (b *bridge) extra(c *Content, k string, v any) {
 	}
 }
 
-// FromMCPContent converts a go-sdk content block to the domain's.
-func FromMCPContent(c mcp.Content) (Content, error) {
-	var b bridge
-	out := b.fromContent(c)
-	return out, b.err
-}
-
 // FromMCPContents converts go-sdk content blocks to the domain's.
 func FromMCPContents(cs []mcp.Content) ([]Content, error) {
 	var b bridge
 	out := b.fromContents(cs)
-	return out, b.err
-}
-
-// ToMCPContent converts a domain content block to go-sdk's.
-func ToMCPContent(c Content) (mcp.Content, error) {
-	var b bridge
-	out := b.toContent(c)
 	return out, b.err
 }
 

@@ -64,15 +64,15 @@ func TestBridgeExamples(t *testing.T) {
 		},
 		domain: func(t *testing.T, b []byte) any { return decode[Content](t, b) },
 		convert: func(t *testing.T, v any) (any, any) {
-			d, err := FromMCPContent(*v.(*mcp.Content))
+			d, err := FromMCPContents([]mcp.Content{*v.(*mcp.Content)})
 			if err != nil {
 				t.Fatal(err)
 			}
-			back, err := ToMCPContent(d)
+			back, err := ToMCPContents(d)
 			if err != nil {
 				t.Fatal(err)
 			}
-			return &d, &back
+			return &d[0], &back[0]
 		},
 	}
 	examples := map[string]example{
@@ -189,10 +189,10 @@ func TestBridgeBlocks(t *testing.T) {
 			t.Errorf("block %d (-decoded +converted):\n%s", i, diff)
 		}
 	}
-	if _, err := ToMCPContent(Content{Type: BlockImage, Data: "not base64!", MIMEType: "image/png"}); err == nil {
+	if _, err := ToMCPContents([]Content{{Type: BlockImage, Data: "not base64!", MIMEType: "image/png"}}); err == nil {
 		t.Error("an image whose data is not base64 converted")
 	}
-	if _, err := ToMCPContent(Content{Type: "video"}); err == nil {
+	if _, err := ToMCPContents([]Content{{Type: "video"}}); err == nil {
 		t.Error("a block of an unknown type converted")
 	}
 }
