@@ -108,6 +108,23 @@ func TestStartErrors(t *testing.T) {
 		}
 	})
 
+	t.Run("started twice, or after Close", func(t *testing.T) {
+		r := start(t, Options{})
+		if err := r.Start(context.Background(), nil); err == nil {
+			t.Error("a second Start succeeded")
+		}
+		closed, err := New(Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := closed.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if err := closed.Start(context.Background(), nil); !errors.Is(err, errClosed) {
+			t.Errorf("Start after Close = %v, want errClosed", err)
+		}
+	})
+
 	t.Run("std may be replaced when disabled", func(t *testing.T) {
 		r := start(t, Options{Servers: map[string]ServerOptions{"std": {URL: closedURL(t)}}, DisableStd: true})
 		if st := r.Status(); len(st) != 1 || st[0].Transport != TransportHTTP {

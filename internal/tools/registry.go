@@ -50,7 +50,7 @@ type Registry struct {
 	backoff retry.Upstream
 	impl    *mcp.Implementation
 	// servers is fixed by New; the mutable fields of each are guarded by
-	// mu (client and dial are set by Start, before any goroutine).
+	// mu (client is set by Start, before any goroutine).
 	servers map[string]*server
 	names   []string        // sorted keys of servers
 	life    context.Context // the registry's, ended by Close: it cancels calls in flight
@@ -71,13 +71,14 @@ type Registry struct {
 type server struct {
 	name      string
 	transport string
-	client    *mcp.Client
+	logger    *slog.Logger
+	client    *mcp.Client // set by Start
 	dial      dialer
+	keepAlive time.Duration // of HTTP sessions that go-sdk pings
 	refresh   chan struct{} // one pending re-list of tools
 	check     chan struct{} // one pending liveness check
 	idle      interface{ CloseIdleConnections() }
 	required  bool // readiness needs the server connected
-	opts      ServerOptions
 
 	// Guarded by Registry.mu.
 	depths   map[int]int        // calls in flight by sampling depth (> 0)
@@ -128,25 +129,24 @@ func New(o Options) (*Registry, error) {
 		if name == StdServer && !o.DisableStd {
 			return nil, fmt.Errorf("tools: mcpServers.%s: the name is reserved for the built-in server (disable it to reuse the name)", name)
 		}
-		s := newServer(name)
+		s := r.newServer(name, TransportStdio)
 		s.required = cfg.Required
-		s.opts = cfg
 		if cfg.Command != "" {
-			s.transport = TransportStdio
+			s.dial = stdioDialer(cfg, s.logger)
 		} else {
-			s.transport = TransportHTTP
+			hc, t := newHTTPClient(cfg.Headers)
+			s.transport, s.dial, s.idle = TransportHTTP, httpDialer(cfg.URL, cfg.ProtocolVersion, hc), t
+			if cfg.ProtocolVersion < ProtocolVersionMRTR {
+				s.keepAlive = keepAlive // go-sdk pings only below 2026-07-28
+			}
 		}
-		r.servers[name] = s
 	}
 	if !o.DisableStd {
 		now := o.Now
 		if now == nil {
 			now = time.Now
 		}
-		s := newServer(StdServer)
-		s.transport = TransportBuiltin
-		s.dial = inMemoryDialer(newStdServer(now, version))
-		r.servers[StdServer] = s
+		r.newServer(StdServer, TransportBuiltin).dial = inMemoryDialer(newStdServer(now, version))
 	}
 	for name := range r.servers {
 		r.names = append(r.names, name)
@@ -175,25 +175,13 @@ func (r *Registry) Start(ctx context.Context, h SamplingHost) error {
 		return errors.New("tools: the registry is started already")
 	}
 	for _, s := range r.servers {
-		slogger := r.logger.With("mcpServer", s.name)
-		switch s.transport {
-		case TransportBuiltin:
-			s.client = r.newClient(s, slogger, 0, nil)
-		case TransportStdio:
-			s.dial = stdioDialer(s.opts, slogger)
-			s.client = r.newClient(s, slogger, 0, h)
-		default:
-			hc, t := newHTTPClient(s.opts.Headers)
-			s.dial = httpDialer(s.opts.URL, s.opts.ProtocolVersion, hc)
-			s.idle = t
-			ka := keepAlive
-			if s.opts.ProtocolVersion >= ProtocolVersionMRTR {
-				ka = 0 // go-sdk pings only below 2026-07-28
-			}
-			s.client = r.newClient(s, slogger, ka, h)
+		if s.transport == TransportBuiltin {
+			s.client = r.newClient(s, nil) // std asks for no sampling
+		} else {
+			s.client = r.newClient(s, h)
 		}
 	}
-	var first *conn
+	var first *conn // std's
 	if s, ok := r.servers[StdServer]; ok && s.transport == TransportBuiltin {
 		c, tools, err := r.connect(ctx, s)
 		if err != nil {
@@ -213,8 +201,12 @@ func (r *Registry) Start(ctx context.Context, h SamplingHost) error {
 	return nil
 }
 
-func newServer(name string) *server {
-	return &server{name: name, refresh: make(chan struct{}, 1), check: make(chan struct{}, 1), err: "connecting", depths: map[int]int{}}
+// newServer adds the server name to r.
+func (r *Registry) newServer(name, transport string) *server {
+	s := &server{name: name, transport: transport, logger: r.logger.With("mcpServer", name),
+		refresh: make(chan struct{}, 1), check: make(chan struct{}, 1), err: "connecting", depths: map[int]int{}}
+	r.servers[name] = s
+	return s
 }
 
 // signal sends on a channel of one pending request unless one is pending.
@@ -230,10 +222,10 @@ func signal(ch chan struct{}) {
 // it declares sampling with tools ({"sampling":{"tools":{}}}) and answers
 // sampling/createMessage; else it declares no capability (the SDK's
 // default would be roots).
-func (r *Registry) newClient(s *server, logger *slog.Logger, keepAlive time.Duration, h SamplingHost) *mcp.Client {
+func (r *Registry) newClient(s *server, h SamplingHost) *mcp.Client {
 	o := &mcp.ClientOptions{
-		Logger:       logger,
-		KeepAlive:    keepAlive,
+		Logger:       s.logger,
+		KeepAlive:    s.keepAlive,
 		Capabilities: &mcp.ClientCapabilities{},
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
 			signal(s.refresh)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -35,8 +36,8 @@ func TestWireError(t *testing.T) {
 // TestCallDepth: a server's pushed requests count as caused by the deepest
 // call in flight to it; calls outside client-run loops do not count.
 func TestCallDepth(t *testing.T) {
-	r := &Registry{}
-	s := newServer("x")
+	r := &Registry{servers: map[string]*server{}, logger: slog.New(slog.DiscardHandler)}
+	s := r.newServer("x", TransportStdio)
 	leave0 := r.enterDepth(s, SamplingDepth(context.Background()))
 	leave2 := r.enterDepth(s, SamplingDepth(WithSamplingDepth(context.Background(), 2)))
 	leave1 := r.enterDepth(s, 1)
