@@ -5,6 +5,7 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -14,27 +15,43 @@ import (
 
 // The one model of client sampling, as the sampling service names it.
 const (
-	clientProvider = "client"
-	clientModel    = "model"
+	clientName  = "client"
+	clientModel = "model"
 )
 
-// client is a sampler.Provider that asks the MCP client of a session to
-// sample, through sampling/createMessage: the sampling service then applies
-// its checks, validation and corrective retries to the client's answers as
-// to any provider's.
-type client struct {
+// clientProvider is a sampler.Provider that asks the MCP client of the
+// session in its context (withClient) to sample, through
+// sampling/createMessage: the sampling service then applies its checks,
+// validation and corrective retries to the client's answers as to any
+// provider's.
+type clientProvider struct{}
+
+// clientCall is what withClient puts in a context.
+type clientCall struct {
 	session *mcp.ServerSession
 	// meta is sent as the request's _meta (agent_delegate's hints).
 	meta map[string]any
 }
 
+type clientKey struct{}
+
+// withClient returns ctx carrying the session whose client samples, and
+// the _meta of its sampling requests.
+func withClient(ctx context.Context, session *mcp.ServerSession, meta map[string]any) context.Context {
+	return context.WithValue(ctx, clientKey{}, clientCall{session: session, meta: meta})
+}
+
 // Name implements sampler.Provider.
-func (c *client) Name() string { return clientProvider }
+func (clientProvider) Name() string { return clientName }
 
 // Sample sends one sampling/createMessage request. MCP's request has no
 // place for a JSON Schema, so schema mode asks for the value in the system
 // prompt and the service validates what comes back.
-func (c *client) Sample(ctx context.Context, req *sampler.Request) (*sampler.Response, error) {
+func (clientProvider) Sample(ctx context.Context, req *sampler.Request) (*sampler.Response, error) {
+	c, ok := ctx.Value(clientKey{}).(clientCall)
+	if !ok {
+		return nil, errors.New("mcpserver: no client session to sample with")
+	}
 	params, err := createMessageParams(req, c.meta)
 	if err != nil {
 		return nil, err
@@ -44,7 +61,7 @@ func (c *client) Sample(ctx context.Context, req *sampler.Request) (*sampler.Res
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, &sampler.UpstreamError{Provider: clientProvider, Message: "the client's sampling/createMessage failed: " + clip(err.Error(), 500), Err: err}
+		return nil, &sampler.UpstreamError{Provider: clientName, Message: "the client's sampling/createMessage failed: " + clip(err.Error(), 500), Err: err}
 	}
 	return responseOf(res)
 }
@@ -91,7 +108,7 @@ func responseOf(res *mcp.CreateMessageWithToolsResult) (*sampler.Response, error
 	}
 	var r sampler.CreateMessageResult
 	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, &sampler.UpstreamError{Provider: clientProvider, Message: "the client's result is not a CreateMessageResult: " + err.Error(), Err: err}
+		return nil, &sampler.UpstreamError{Provider: clientName, Message: "the client's result is not a CreateMessageResult: " + err.Error(), Err: err}
 	}
 	return &sampler.Response{Model: r.Model, Content: r.Content, StopReason: r.StopReason}, nil
 }

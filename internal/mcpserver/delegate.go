@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sampled/sampled/internal/loop"
@@ -20,26 +21,27 @@ const (
 	delegateTimeout       = 60 * time.Second
 )
 
-// delegateArgs are agent_delegate's arguments.
-type delegateArgs struct {
-	Goal          string   `json:"goal"`
-	Context       string   `json:"context"`
-	AllowedTools  []string `json:"allowedTools"`
-	MaxIterations *int     `json:"maxIterations"`
-	TimeoutMs     *int64   `json:"timeoutMs"`
+// delegateIn are agent_delegate's arguments; go-sdk applies the defaults
+// of its schema.
+type delegateIn struct {
+	Goal          string   `json:"goal" jsonschema:"The sub-task to accomplish."`
+	Context       string   `json:"context,omitempty" jsonschema:"What the sub-task needs to know."`
+	AllowedTools  []string `json:"allowedTools,omitempty" jsonschema:"Glob patterns over the tool names the loop may use (GET /v1/tools), e.g. std__*; none allows every tool."`
+	MaxIterations int      `json:"maxIterations,omitempty"`
+	TimeoutMs     int64    `json:"timeoutMs,omitempty"`
 }
 
 // delegateResult is agent_delegate's structured result.
 type delegateResult struct {
 	Success    bool       `json:"success"`
-	Result     string     `json:"result"`
+	Result     string     `json:"result" jsonschema:"The loop's final answer."`
 	StopReason string     `json:"stopReason"`
 	Iterations int        `json:"iterations"`
 	ToolCalls  []toolCall `json:"toolCalls"`
 	// RunID is the loop's run (GET /v1/loops/{runId}); empty when the
 	// client ran the loop and did not name its run.
-	RunID string `json:"runId,omitempty"`
-	Error string `json:"error,omitempty"`
+	RunID string `json:"runId,omitempty" jsonschema:"The run at GET /v1/loops/{runId}, with its events at /v1/loops/{runId}/events."`
+	Error string `json:"error,omitempty" jsonschema:"Why the loop did not complete."`
 }
 
 // toolCall is one tool call of a delegated loop.
@@ -49,70 +51,48 @@ type toolCall struct {
 	IsError   bool   `json:"isError"`
 }
 
-func (s *Server) delegate() tool {
-	input := object(js{
-		"goal":    js{"type": "string", "minLength": 1, "description": "The sub-task to accomplish."},
-		"context": str("What the sub-task needs to know."),
-		"allowedTools": js{"type": "array", "items": js{"type": "string", "minLength": 1},
-			"description": "Glob patterns over the tool names the loop may use (GET /v1/tools), e.g. std__*; none allows every tool."},
-		"maxIterations": js{"type": "integer", "minimum": 1, "maximum": 100, "default": delegateMaxIterations},
-		"timeoutMs":     js{"type": "integer", "minimum": 1, "maximum": 3600000, "default": delegateTimeout.Milliseconds()},
-	}, "goal")
-	output := object(js{
-		"success":    js{"type": "boolean"},
-		"result":     js{"type": "string", "description": "The loop's final answer."},
-		"stopReason": js{"type": "string", "enum": []string{loop.StatusCompleted, loop.StatusMaxIterations, loop.StatusTimeout, loop.StatusCancelled, loop.StatusFailed}},
-		"iterations": js{"type": "integer", "minimum": 0},
-		"toolCalls": js{"type": "array", "items": object(js{
-			"iteration": js{"type": "integer", "minimum": 1}, "name": js{"type": "string"}, "isError": js{"type": "boolean"},
-		}, "iteration", "name", "isError")},
-		"runId": str("The run at GET /v1/loops/{runId}, with its events at /v1/loops/{runId}/events."),
-		"error": str("Why the loop did not complete."),
-	}, "success", "result", "stopReason", "iterations", "toolCalls")
-	return tool{
-		def: &mcp.Tool{Name: "agent_delegate", Title: "Delegate",
-			Description: "Delegate a sub-task to an agentic tool loop over sampled's tools matching allowedTools; " +
-				"progress is reported per iteration. Returns the final answer, why the loop stopped, and its tool calls.",
-			InputSchema: raw(input), OutputSchema: raw(output),
-			Annotations: &mcp.ToolAnnotations{OpenWorldHint: ptr(true)}},
-		needsTools: true,
-		run: func(ctx context.Context, c *call) (any, error) {
-			a, err := decode[delegateArgs](c.req.Params.Arguments)
-			if err != nil {
-				return nil, err
-			}
-			if a.MaxIterations == nil {
-				a.MaxIterations = ptr(delegateMaxIterations)
-			}
-			if a.TimeoutMs == nil {
-				a.TimeoutMs = ptr(delegateTimeout.Milliseconds())
-			}
-			if c.by == byClient {
-				return s.delegateToClient(ctx, c, a)
-			}
-			return s.runLoop(ctx, c, a)
-		},
+func (s *Server) addDelegate() {
+	bounds := func(p *jsonschema.Schema, most, def float64) {
+		p.Minimum, p.Maximum, p.Default = jsonschema.Ptr(1.0), jsonschema.Ptr(most), json.RawMessage(fmt.Sprint(def))
 	}
+	add(s, &mcp.Tool{Name: "agent_delegate", Title: "Delegate", Annotations: &mcp.ToolAnnotations{OpenWorldHint: jsonschema.Ptr(true)},
+		Description: "Delegate a sub-task to an agentic tool loop over sampled's tools matching allowedTools; " +
+			"progress is reported per iteration. Returns the final answer, why the loop stopped, and its tool calls.",
+		InputSchema: schemaOf[delegateIn](func(p props) {
+			nonEmpty(p["goal"])
+			p["allowedTools"].Items.MinLength = jsonschema.Ptr(1)
+			bounds(p["maxIterations"], 100, delegateMaxIterations)
+			bounds(p["timeoutMs"], 3600000, float64(delegateTimeout.Milliseconds()))
+		}),
+		OutputSchema: schemaOf[delegateResult](func(p props) {
+			p["stopReason"].Enum = enum([]string{loop.StatusCompleted, loop.StatusMaxIterations, loop.StatusTimeout, loop.StatusCancelled, loop.StatusFailed})
+		}),
+	}, true, func(ctx context.Context, c *call, in delegateIn) (*delegateResult, error) {
+		if c.by == byClient {
+			return s.delegateToClient(ctx, c, in)
+		}
+		return s.runLoop(ctx, c, in)
+	})
 }
 
-func delegatePrompt(a delegateArgs) string {
-	return "Goal: " + a.Goal + section("Context", a.Context)
+func delegatePrompt(in delegateIn) string {
+	return "Goal: " + in.Goal + section("Context", in.Context)
 }
 
 const delegateSystem = systemPrefix + "Accomplish the goal, using the tools where they help, then answer with the result."
 
 // runLoop runs the loop on sampled's engine and follows its events: one
 // progress notification per iteration. Cancelling ctx cancels the loop.
-func (s *Server) runLoop(ctx context.Context, c *call, a delegateArgs) (any, error) {
+func (s *Server) runLoop(ctx context.Context, c *call, in delegateIn) (*delegateResult, error) {
 	if s.o.Loops == nil || s.o.Runs == nil {
 		return nil, &toolError{outcome: outcomeRefused, text: "this server runs no tool loops"}
 	}
-	timeout := time.Duration(*a.TimeoutMs) * time.Millisecond
+	timeout := time.Duration(in.TimeoutMs) * time.Millisecond
 	spec := loop.Spec{
-		Messages:      []sampler.Message{sampler.UserMessage(sampler.TextBlock(delegatePrompt(a)))},
+		Messages:      []sampler.Message{sampler.UserMessage(sampler.TextBlock(delegatePrompt(in)))},
 		SystemPrompt:  delegateSystem,
-		AllowedTools:  a.AllowedTools,
-		MaxIterations: a.MaxIterations,
+		AllowedTools:  in.AllowedTools,
+		MaxIterations: &in.MaxIterations,
 		Timeout:       &timeout,
 	}
 	// The run belongs to the key of this call, and counts against its
@@ -138,32 +118,26 @@ func (s *Server) runLoop(ctx context.Context, c *call, a delegateArgs) (any, err
 	case errors.Is(err, loop.ErrClosed):
 		return nil, &toolError{outcome: outcomeRefused, text: "the server is shutting down"}
 	case err != nil:
-		return nil, sampleError(ctx, err)
+		return nil, err
 	}
 	out := &delegateResult{RunID: id, ToolCalls: []toolCall{}}
 	var after int64
 	for {
 		sub, err := s.o.Runs.Subscribe(ctx, id, after)
-		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
-			return nil, fmt.Errorf("follow run %s: %w", id, err)
+		done := false
+		if err == nil {
+			done, err = s.follow(c, sub, out, in.MaxIterations, &after)
+			sub.Close()
 		}
-		done, err := s.follow(c, sub, out, *a.MaxIterations, &after)
-		sub.Close()
 		switch {
 		case done:
 			return out, nil
-		case ctx.Err() != nil:
-			return nil, ctx.Err()
 		case errors.Is(err, runs.ErrSlow):
 			continue // resume after the last event read
-		case err != nil:
-			return nil, fmt.Errorf("follow run %s: %w", id, err)
-		default:
-			return nil, fmt.Errorf("follow run %s: the event stream ended before the loop", id)
+		case err == nil:
+			err = errors.New("the event stream ended before the loop")
 		}
+		return nil, &toolError{outcome: outcomeFailed, text: fmt.Sprintf("the tool failed: follow run %s: %v", id, err)}
 	}
 }
 
@@ -215,28 +189,25 @@ func (s *Server) follow(c *call, sub runs.Subscription, out *delegateResult, max
 // delegateToClient asks the client to run the loop: one sampling request
 // whose _meta carries the loop's hints (allowedToolPatterns,
 // maxIterations), answered with the loop's final text.
-func (s *Server) delegateToClient(ctx context.Context, c *call, a delegateArgs) (any, error) {
-	tctx, cancel := context.WithTimeout(ctx, time.Duration(*a.TimeoutMs)*time.Millisecond)
+func (s *Server) delegateToClient(ctx context.Context, c *call, in delegateIn) (*delegateResult, error) {
+	tctx, cancel := context.WithTimeout(ctx, time.Duration(in.TimeoutMs)*time.Millisecond)
 	defer cancel()
-	patterns := a.AllowedTools
+	patterns := in.AllowedTools
 	if patterns == nil {
 		patterns = []string{}
 	}
-	svc, err := c.sampler(map[string]any{"allowedToolPatterns": patterns, "maxIterations": *a.MaxIterations})
-	if err != nil {
-		return nil, err
-	}
-	res, err := svc.Sample(tctx, &sampler.Params{Request: sampler.Request{
-		Messages:     []sampler.Message{sampler.UserMessage(sampler.TextBlock(delegatePrompt(a)))},
-		SystemPrompt: delegateSystem,
-		MaxTokens:    svc.DefaultMaxTokens(),
-	}})
+	res, err := s.client.Sample(withClient(tctx, c.req.Session, map[string]any{"allowedToolPatterns": patterns, "maxIterations": in.MaxIterations}),
+		&sampler.Params{Request: sampler.Request{
+			Messages:     []sampler.Message{sampler.UserMessage(sampler.TextBlock(delegatePrompt(in)))},
+			SystemPrompt: delegateSystem,
+			MaxTokens:    s.client.DefaultMaxTokens(),
+		}})
 	switch {
 	case err != nil && ctx.Err() == nil && tctx.Err() != nil:
 		return &delegateResult{StopReason: loop.StatusTimeout, ToolCalls: []toolCall{},
-			Error: fmt.Sprintf("the client's loop did not finish within %dms", *a.TimeoutMs)}, nil
+			Error: fmt.Sprintf("the client's loop did not finish within %dms", in.TimeoutMs)}, nil
 	case err != nil:
-		return nil, sampleError(ctx, err)
+		return nil, err
 	}
 	// The client ran the loop: its iterations and tool calls are its own.
 	out := &delegateResult{Success: true, Result: res.Text, StopReason: loop.StatusCompleted, ToolCalls: []toolCall{}}

@@ -44,47 +44,11 @@ func (p *progress) step(total float64, format string, args ...any) {
 		Message: fmt.Sprintf(format, args...)})
 }
 
-// observer passes what the sampling service reports on to the service's
-// observer (metrics) and reports corrective retries as progress.
-type observer struct {
-	base     sampler.Observer
-	progress *progress
-}
-
-// UpstreamRetry implements sampler.Observer.
-func (o observer) UpstreamRetry(provider, reason string) {
-	if o.base != nil {
-		o.base.UpstreamRetry(provider, reason)
+// retry reports a corrective retry (sampler.Params.OnRetry).
+func (p *progress) retry(attempt int, errs []sampler.FieldError) {
+	why := ""
+	if len(errs) > 0 {
+		why = " (" + errs[0].Path + ": " + errs[0].Message + ")"
 	}
-}
-
-// AnswerInvalid implements sampler.Observer; a corrective retry is progress.
-func (o observer) AnswerInvalid(method, kind string, retried bool) {
-	if o.base != nil {
-		o.base.AnswerInvalid(method, kind, retried)
-	}
-	if retried {
-		o.progress.step(0, "the answer failed validation (%s); asking again with the errors", kind)
-	}
-}
-
-// Exhausted implements sampler.Observer.
-func (o observer) Exhausted(method string) {
-	if o.base != nil {
-		o.base.Exhausted(method)
-	}
-}
-
-// Sampled implements sampler.Observer.
-func (o observer) Sampled(caller, mode, modelID, outcome string) {
-	if o.base != nil {
-		o.base.Sampled(caller, mode, modelID, outcome)
-	}
-}
-
-// Overhead implements sampler.Observer.
-func (o observer) Overhead(d time.Duration) {
-	if o.base != nil {
-		o.base.Overhead(d)
-	}
+	p.step(0, "attempt %d: the answer failed validation%s; asking again with the errors", attempt, why)
 }

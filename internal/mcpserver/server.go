@@ -12,7 +12,6 @@ package mcpserver
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -64,9 +63,9 @@ type Runs interface {
 
 // Options configure the server. Zero values mean the documented defaults.
 type Options struct {
-	// Sampling are the options of sampled's own sampling service; each
-	// tool call runs a Service made from them, whose observer also reports
-	// corrective retries as progress. Providers and Catalog are required.
+	// Sampling are the options of sampled's own sampling service, built
+	// once; a second service made from them samples through the client.
+	// Providers and Catalog are required.
 	Sampling sampler.Options
 	// Loops and Runs serve agent_delegate when sampled runs the loop.
 	Loops Loops
@@ -97,14 +96,12 @@ type Server struct {
 	origins map[string]bool
 	log     *slog.Logger
 	metrics *metrics.Metrics
-	client  *sampler.Catalog // the one model of client sampling
+	service *sampler.Service // sampled's own providers
+	client  *sampler.Service // the session's client (clientProvider)
 }
 
 // New builds the MCP server and its tools.
 func New(o Options) (*Server, error) {
-	if len(o.Sampling.Providers) == 0 || o.Sampling.Catalog == nil {
-		return nil, errors.New("mcpserver: no sampling providers")
-	}
 	if o.Sampling.Schemas == nil {
 		o.Sampling.Schemas = sampler.NewSchemaCache(0)
 	}
@@ -123,8 +120,22 @@ func New(o Options) (*Server, error) {
 	if o.Version == "" {
 		o.Version = "dev"
 	}
+	service, err := sampler.New(o.Sampling)
+	if err != nil {
+		return nil, fmt.Errorf("mcpserver: %w", err)
+	}
+	co := o.Sampling
+	co.Providers = []sampler.Provider{clientProvider{}}
+	co.Catalog = sampler.NewCatalog([]sampler.Model{{Provider: clientName, Name: clientModel}}, "")
+	// The client's answers are not retried as upstream failures: a refusal
+	// is the user's.
+	co.Upstream.MaxAttempts = 1
+	client, err := sampler.New(co)
+	if err != nil {
+		return nil, fmt.Errorf("mcpserver: %w", err)
+	}
 	s := &Server{o: o, origins: map[string]bool{}, log: o.Logger.With("component", "mcpserver"), metrics: o.Metrics,
-		client: sampler.NewCatalog([]sampler.Model{{Provider: clientProvider, Name: clientModel}}, "")}
+		service: service, client: client}
 	for _, origin := range o.AllowedOrigins {
 		s.origins[normalOrigin(origin)] = true
 	}
@@ -133,9 +144,8 @@ func New(o Options) (*Server, error) {
 		Instructions: "Agent tools backed by LLM sampling. Each tool asks a model once (agent_delegate runs a tool loop); " +
 			"answers with a shape are validated against the tool's output schema and corrected before they are returned.",
 	})
-	for _, t := range s.tools() {
-		s.add(t)
-	}
+	s.mcp.AddReceivingMiddleware(s.record)
+	s.addTools()
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
 		Logger:         s.log,
 		EventStore:     mcp.NewMemoryEventStore(nil),
@@ -179,15 +189,6 @@ func (s *Server) originAllowed(origin string) bool {
 // normalOrigin lowercases an origin and drops a trailing slash.
 func normalOrigin(o string) string { return strings.TrimSuffix(strings.ToLower(o), "/") }
 
-// tool is one agent tool: its definition and handler. The handler returns
-// the structured result, or a *toolError for a result with isError set.
-type tool struct {
-	def *mcp.Tool
-	// needsTools: client sampling must support tools (agent_delegate).
-	needsTools bool
-	run        func(ctx context.Context, c *call) (any, error)
-}
-
 // toolError is a tool result with isError set: the text says what went
 // wrong, outcome is the metrics label.
 type toolError struct {
@@ -201,83 +202,66 @@ func (e *toolError) Error() string { return e.text }
 const (
 	outcomeOK          = "ok"
 	outcomeInvalidArgs = "invalid_arguments"
-	outcomeExhausted   = "exhausted"
 	outcomeRefused     = "refused"
-	outcomeUpstream    = "upstream_error"
 	outcomeFailed      = "failed"
 	outcomeCancelled   = "cancelled"
 )
 
-// call is one tool call in progress.
+// call is one tool call in progress, as record reports it.
 type call struct {
-	s        *Server
-	req      *mcp.CallToolRequest
-	by       string // byClient or byService
+	req      *mcp.CallToolRequest // nil until the tool's handler runs
+	by       string               // byClient, byService or "none"
+	outcome  string
 	progress *progress
 }
 
-// add registers t with a handler that validates the arguments, picks who
-// samples, runs the tool and records the call.
-func (s *Server) add(t tool) {
-	input, err := s.o.Sampling.Schemas.Compile(t.def.InputSchema.(json.RawMessage), "/inputSchema")
-	if err != nil {
-		panic(fmt.Sprintf("mcpserver: tool %s: %v", t.def.Name, err)) // the tool table is code
-	}
-	s.mcp.AddTool(t.def, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+type callKey struct{}
+
+// record is a receiving middleware that records every tools/call: its
+// duration, who sampled and its outcome, in metrics and the log. A call the
+// SDK refuses before its handler runs has invalid arguments; one of a tool
+// this server does not have is not recorded.
+func (s *Server) record(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		r, ok := req.(*mcp.CallToolRequest)
+		if !ok {
+			return next(ctx, method, req)
+		}
 		start := time.Now()
-		c := &call{s: s, req: req, progress: newProgress(ctx, req)}
-		out, err := s.handle(ctx, t, c, input)
-		outcome := outcomeOK
-		var te *toolError
-		switch {
-		case ctx.Err() != nil && err != nil:
-			outcome = outcomeCancelled
-		case errors.As(err, &te):
-			outcome = te.outcome
-		case err != nil:
-			outcome = outcomeFailed
+		c := &call{by: "none", outcome: outcomeInvalidArgs}
+		res, err := next(context.WithValue(ctx, callKey{}, c), method, req)
+		if err != nil && c.req == nil {
+			return res, err
 		}
-		by := c.by
-		if by == "" {
-			by = "none"
-		}
-		s.metrics.MCPToolCalls.WithLabelValues(t.def.Name, by, outcome).Inc()
-		s.metrics.MCPToolDuration.WithLabelValues(t.def.Name, by).Observe(time.Since(start).Seconds())
-		s.log.LogAttrs(ctx, slog.LevelInfo, "tool call", slog.String("tool", t.def.Name), slog.String("session", req.Session.ID()),
-			slog.String("sampler", by), slog.String("outcome", outcome), slog.Float64("durationMs", float64(time.Since(start).Microseconds())/1000))
-		switch {
-		case outcome == outcomeCancelled:
-			// A cancelled request gets no answer; go-sdk sends none.
-			return nil, ctx.Err()
-		case te != nil:
-			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: te.text}}}, nil
-		case err != nil:
-			s.log.Error("tool failed", "tool", t.def.Name, "error", err)
-			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "the tool failed: " + err.Error()}}}, nil
-		}
-		text, err := json.Marshal(out)
-		if err != nil {
-			return nil, fmt.Errorf("encode result: %w", err)
-		}
-		return &mcp.CallToolResult{StructuredContent: json.RawMessage(text), Content: []mcp.Content{&mcp.TextContent{Text: string(text)}}}, nil
-	})
+		tool := r.Params.Name
+		s.metrics.MCPToolCalls.WithLabelValues(tool, c.by, c.outcome).Inc()
+		s.metrics.MCPToolDuration.WithLabelValues(tool, c.by).Observe(time.Since(start).Seconds())
+		s.log.LogAttrs(ctx, slog.LevelInfo, "tool call", slog.String("tool", tool), slog.String("session", r.Session.ID()),
+			slog.String("sampler", c.by), slog.String("outcome", c.outcome), slog.Float64("durationMs", float64(time.Since(start).Microseconds())/1000))
+		return res, err
+	}
 }
 
-func (s *Server) handle(ctx context.Context, t tool, c *call, input *sampler.Schema) (any, error) {
-	args := c.req.Params.Arguments
-	if len(args) == 0 || string(args) == "null" {
-		args = json.RawMessage("{}")
-	}
-	if errs := input.Validate(args); errs != nil {
-		return nil, &toolError{outcome: outcomeInvalidArgs, text: "invalid arguments:" + listErrors(errs)}
-	}
-	c.req.Params.Arguments = args
-	by, err := s.who(c.req.Session, t.needsTools)
-	if err != nil {
-		return nil, err
-	}
-	c.by = by
-	return t.run(ctx, c)
+// add registers a tool with go-sdk, which checks its arguments against the
+// input schema and its result against the output schema. run answers a
+// call in the mode who picks; needsTools: client sampling must support
+// tools (agent_delegate).
+func add[In, Out any](s *Server, t *mcp.Tool, needsTools bool, run func(ctx context.Context, c *call, in In) (Out, error)) {
+	mcp.AddTool(s.mcp, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
+		c, ok := ctx.Value(callKey{}).(*call)
+		if !ok {
+			c = &call{}
+		}
+		c.req, c.progress = req, newProgress(ctx, req)
+		var out Out
+		by, err := s.who(req.Session, needsTools)
+		if err == nil {
+			c.by = by
+			out, err = run(ctx, c, in)
+		}
+		c.outcome, err = failure(ctx, err)
+		return nil, out, err
+	})
 }
 
 // who decides who samples for a call in session ss.
@@ -295,20 +279,33 @@ func (s *Server) who(ss *mcp.ServerSession, needsTools bool) (string, error) {
 	return byService, nil
 }
 
-// sampler returns the sampling service of the call: the client's or
-// sampled's, observed for progress. meta is the _meta of the client's
-// sampling requests.
-func (c *call) sampler(meta map[string]any) (*sampler.Service, error) {
-	o := c.s.o.Sampling
-	o.Observer = observer{base: o.Observer, progress: c.progress}
-	if c.by == byClient {
-		o.Providers = []sampler.Provider{&client{session: c.req.Session, meta: meta}}
-		o.Catalog = c.s.client
-		// The client's answers are not retried as upstream failures: a
-		// refusal is the user's.
-		o.Upstream.MaxAttempts = 1
+// failure says how a call that returned err ended (its outcome label) and
+// what its result, with isError set, says. Errors other than toolErrors
+// are sampling's, which sampler.Outcome classifies.
+func failure(ctx context.Context, err error) (string, error) {
+	var te *toolError
+	switch {
+	case err == nil:
+		return outcomeOK, nil
+	case ctx.Err() != nil:
+		return outcomeCancelled, ctx.Err()
+	case errors.As(err, &te):
+		return te.outcome, err
 	}
-	return sampler.New(o)
+	outcome, _ := sampler.Outcome(ctx, nil, err)
+	switch outcome {
+	case sampler.OutcomeInvalidRequest:
+		return outcomeInvalidArgs, errors.New("invalid request: " + err.Error())
+	case sampler.OutcomeExhausted:
+		var ex *sampler.ExhaustedError
+		errors.As(err, &ex)
+		text := fmt.Sprintf("no valid answer after %d attempts; the last answer's errors:%s", ex.Attempts, listErrors(ex.Errors))
+		if ex.LastResult != nil && ex.LastResult.Text != "" {
+			text += "\nthe last answer: " + clip(ex.LastResult.Text, 2000)
+		}
+		return outcome, errors.New(text)
+	}
+	return outcome, errors.New("the model call failed: " + err.Error())
 }
 
 // listErrors renders field errors one per line.
@@ -318,31 +315,6 @@ func listErrors(errs []sampler.FieldError) string {
 		fmt.Fprintf(&b, "\n- %s: %s", e.Path, e.Message)
 	}
 	return b.String()
-}
-
-// sampleError turns an error of a sampling request into a tool error, or
-// returns it when the call was cancelled.
-func sampleError(ctx context.Context, err error) error {
-	var (
-		ex  *sampler.ExhaustedError
-		inv *sampler.InvalidError
-		up  *sampler.UpstreamError
-	)
-	switch {
-	case ctx.Err() != nil:
-		return ctx.Err()
-	case errors.As(err, &ex):
-		text := fmt.Sprintf("no valid answer after %d attempts; the last answer's errors:%s", ex.Attempts, listErrors(ex.Errors))
-		if ex.LastResult != nil && ex.LastResult.Text != "" {
-			text += "\nthe last answer: " + clip(ex.LastResult.Text, 2000)
-		}
-		return &toolError{outcome: outcomeExhausted, text: text}
-	case errors.As(err, &inv):
-		return &toolError{outcome: outcomeInvalidArgs, text: "invalid request:" + listErrors(inv.Errors)}
-	case errors.As(err, &up):
-		return &toolError{outcome: outcomeUpstream, text: "the model call failed: " + up.Error()}
-	}
-	return err
 }
 
 func clip(s string, n int) string {

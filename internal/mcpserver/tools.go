@@ -4,98 +4,109 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sampled/sampled/internal/sampler"
 )
 
-// JSON Schema builders for the tool table.
-type js = map[string]any
+// props are the properties of an object schema, by name.
+type props = map[string]*jsonschema.Schema
 
-func str(desc string) js { return js{"type": "string", "description": desc} }
-
-func strs(desc string) js {
-	return js{"type": "array", "items": js{"type": "string"}, "description": desc}
-}
-
-func enum(values []string) js { return js{"type": "string", "enum": values} }
-
-// object is a closed object schema whose listed members are required.
-func object(props js, required ...string) js {
-	if required == nil {
-		required = []string{}
-	}
-	return js{"type": "object", "properties": props, "required": required, "additionalProperties": false}
-}
-
-func raw(v any) json.RawMessage {
-	b, err := json.Marshal(v)
+// schemaOf derives T's JSON Schema from its fields (jsonschema tags are
+// descriptions; a json.RawMessage member holds any value), and lets set
+// add what Go types cannot say: bounds, lengths, enums.
+func schemaOf[T any](set func(p props)) *jsonschema.Schema {
+	s, err := jsonschema.For[T](&jsonschema.ForOptions{TypeSchemas: map[reflect.Type]*jsonschema.Schema{
+		reflect.TypeFor[json.RawMessage](): {},
+	}})
 	if err != nil {
-		panic(err) // the schemas are code
+		panic(fmt.Sprintf("mcpserver: %v", err)) // the types are code
+	}
+	if set != nil {
+		set(s.Properties)
+	}
+	return s
+}
+
+// narrow is the one place a call narrows a schema: the schema its answer
+// must validate against is the tool's output schema with what the call's
+// arguments say (e.g. an enum of the options it gave) set by set.
+func narrow(out *jsonschema.Schema, set func(p props)) json.RawMessage {
+	s := out.CloneSchemas()
+	set(s.Properties)
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(fmt.Sprintf("mcpserver: %v", err)) // the schemas are code
 	}
 	return b
 }
 
-// job is one sampling request of a shaped tool.
-type job struct {
-	system string
-	user   string
-	// schema is the answer's schema (guaranteed path); nil samples plain
-	// text.
-	schema js
-	// result turns the validated answer (schema) or the text (plain) into
-	// the tool's structured result; nil returns the answer as it is.
-	result func(answer json.RawMessage, text string) (any, error)
+// enum lists values for Schema.Enum.
+func enum(values []string) []any {
+	out := make([]any, len(values))
+	for i, v := range values {
+		out[i] = v
+	}
+	return out
 }
 
-// shaped is a tool answered by one sampling request.
-func (s *Server) shaped(name, title, desc string, input, output js, build func(args json.RawMessage) (*job, error)) tool {
-	return tool{
-		def: &mcp.Tool{Name: name, Title: title, Description: desc, InputSchema: raw(input), OutputSchema: raw(output),
-			Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)}},
-		run: func(ctx context.Context, c *call) (any, error) {
-			j, err := build(c.req.Params.Arguments)
-			if err != nil {
-				return nil, err
-			}
-			svc, err := c.sampler(nil)
-			if err != nil {
-				return nil, err
-			}
-			p := &sampler.Params{Request: sampler.Request{
-				Messages:     []sampler.Message{sampler.UserMessage(sampler.TextBlock(j.user))},
-				SystemPrompt: j.system,
-				MaxTokens:    svc.DefaultMaxTokens(),
-			}}
-			var res *sampler.Result
-			if j.schema != nil {
-				p.Schema = raw(j.schema)
-				res, err = svc.SampleSchema(ctx, p)
-			} else {
-				res, err = svc.Sample(ctx, p)
-			}
-			if err != nil {
-				return nil, sampleError(ctx, err)
-			}
-			if j.result == nil {
-				return res.Parsed, nil
-			}
-			return j.result(res.Parsed, res.Text)
-		},
-	}
+// score is a number in [0,1].
+func score() *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "number", Minimum: jsonschema.Ptr(0.0), Maximum: jsonschema.Ptr(1.0)}
 }
 
-func ptr[T any](v T) *T { return &v }
+// choices are at least two distinct, non-empty strings.
+func choices(s *jsonschema.Schema) {
+	s.Type, s.Types = "array", nil
+	s.Items.MinLength, s.MinItems, s.UniqueItems = jsonschema.Ptr(1), jsonschema.Ptr(2), true
+}
 
-// decode reads a tool's arguments, already valid for its input schema.
-func decode[T any](args json.RawMessage) (T, error) {
-	var v T
-	if err := json.Unmarshal(args, &v); err != nil {
-		return v, &toolError{outcome: outcomeInvalidArgs, text: "invalid arguments: " + err.Error()}
+func nonEmpty(s *jsonschema.Schema) { s.MinLength = jsonschema.Ptr(1) }
+
+// readOnly annotates the tools that only ask a model.
+var readOnly = &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: jsonschema.Ptr(false)}
+
+// samplerOf returns the sampling service of a call: sampled's, or the
+// client's with a context that carries the call's session.
+func (s *Server) samplerOf(ctx context.Context, c *call) (*sampler.Service, context.Context) {
+	if c.by == byClient {
+		return s.client, withClient(ctx, c.req.Session, nil)
 	}
-	return v, nil
+	return s.service, ctx
+}
+
+// ask runs one sampling request of a call with the sampler who picked: a
+// user turn, and an answer that validates against schema, or plain text
+// when schema is nil. Corrective retries are reported as progress.
+func (s *Server) ask(ctx context.Context, c *call, system, user string, schema json.RawMessage) (*sampler.Result, error) {
+	svc, ctx := s.samplerOf(ctx, c)
+	p := &sampler.Params{Request: sampler.Request{
+		Messages:     []sampler.Message{sampler.UserMessage(sampler.TextBlock(user))},
+		SystemPrompt: system,
+		MaxTokens:    svc.DefaultMaxTokens(),
+		Schema:       schema,
+	}, OnRetry: c.progress.retry}
+	if schema == nil {
+		return svc.Sample(ctx, p)
+	}
+	return svc.SampleSchema(ctx, p)
+}
+
+// shaped asks for an answer valid for schema and decodes it.
+func shaped[Out any](ctx context.Context, s *Server, c *call, system, user string, schema json.RawMessage) (Out, error) {
+	var out Out
+	res, err := s.ask(ctx, c, system, user, schema)
+	if err != nil {
+		return out, err
+	}
+	if err := json.Unmarshal(res.Parsed, &out); err != nil {
+		return out, &toolError{outcome: outcomeFailed, text: "decode the answer: " + err.Error()}
+	}
+	return out, nil
 }
 
 // section renders a labelled part of a prompt, or nothing when empty.
@@ -116,192 +127,177 @@ func bullets(items []string) string {
 
 const systemPrefix = "You are a careful assistant answering one request of a program. "
 
-// tools returns the agent tools.
-func (s *Server) tools() []tool {
-	return []tool{s.decide(), s.analyze(), s.extract(), s.classify(), s.summarize(), s.generate(), s.compare(), s.delegate(), s.sample()}
+// addTools registers the agent tools.
+func (s *Server) addTools() {
+	s.addDecide()
+	s.addAnalyze()
+	s.addExtract()
+	s.addClassify()
+	s.addSummarize()
+	s.addGenerate()
+	s.addCompare()
+	s.addDelegate()
+	s.addSample()
 }
 
-func (s *Server) decide() tool {
-	input := object(js{
-		"question": js{"type": "string", "minLength": 1, "description": "The decision to make."},
-		"options": js{"type": "array", "items": js{"type": "string", "minLength": 1}, "minItems": 2, "uniqueItems": true,
-			"description": "The choices; without them the answer is yes or no."},
-		"context": str("What the decision depends on."),
-	}, "question")
-	output := object(js{
-		"choice":     str("One of the options (or yes/no)."),
-		"reasoning":  str("Why."),
-		"confidence": js{"type": "number", "minimum": 0, "maximum": 1},
-	}, "choice", "reasoning", "confidence")
-	return s.shaped("agent_decide", "Decide", "Make a decision: choose one of the options (yes or no when none are given), with reasoning and a confidence in [0,1].",
-		input, output, func(args json.RawMessage) (*job, error) {
-			a, err := decode[struct {
-				Question string   `json:"question"`
-				Options  []string `json:"options"`
-				Context  string   `json:"context"`
-			}](args)
-			if err != nil {
-				return nil, err
-			}
-			options := a.Options
-			if len(options) == 0 {
-				options = []string{"yes", "no"}
-			}
-			schema := object(js{"choice": enum(options), "reasoning": js{"type": "string"},
-				"confidence": js{"type": "number", "minimum": 0, "maximum": 1}}, "choice", "reasoning", "confidence")
-			return &job{
-				system: systemPrefix + "Make the decision asked for. Choose exactly one of the options, explain briefly, and give your confidence between 0 and 1.",
-				user:   "Question: " + a.Question + section("Options", bullets(options)) + section("Context", a.Context),
-				schema: schema,
-			}, nil
-		})
+type decideIn struct {
+	Question string   `json:"question" jsonschema:"The decision to make."`
+	Options  []string `json:"options,omitempty" jsonschema:"The choices; without them the answer is yes or no."`
+	Context  string   `json:"context,omitempty" jsonschema:"What the decision depends on."`
 }
 
-func (s *Server) analyze() tool {
-	input := object(js{
-		"data":  js{"description": "What to analyze: text, or any JSON value."},
-		"focus": str("What the analysis should concentrate on."),
-	}, "data")
-	output := object(js{
-		"summary":         js{"type": "string"},
-		"findings":        strs("What the data shows."),
-		"risks":           strs("Problems or dangers."),
-		"recommendations": strs("What to do."),
-	}, "summary", "findings", "risks", "recommendations")
-	return s.shaped("agent_analyze", "Analyze", "Analyze data: a summary, findings, risks and recommendations.",
-		input, output, func(args json.RawMessage) (*job, error) {
-			a, err := decode[struct {
-				Data  json.RawMessage `json:"data"`
-				Focus string          `json:"focus"`
-			}](args)
-			if err != nil {
-				return nil, err
-			}
-			data := string(a.Data)
-			var text string
-			if json.Unmarshal(a.Data, &text) == nil {
-				data = text
-			}
-			return &job{
-				system: systemPrefix + "Analyze the data: summarize it, list findings, risks and recommendations.",
-				user:   "Data:\n" + data + section("Focus", a.Focus),
-				schema: output,
-			}, nil
-		})
+type decideOut struct {
+	Choice     string  `json:"choice" jsonschema:"One of the options (or yes/no)."`
+	Reasoning  string  `json:"reasoning" jsonschema:"Why."`
+	Confidence float64 `json:"confidence"`
 }
 
-func (s *Server) extract() tool {
-	input := object(js{
-		"text":   js{"type": "string", "minLength": 1, "description": "The text to extract from."},
-		"schema": js{"type": "object", "description": "A JSON Schema the extracted value must validate against."},
-	}, "text", "schema")
-	output := object(js{"value": js{"description": "The extracted value; it validates against the given schema."}}, "value")
-	return s.shaped("agent_extract", "Extract", "Extract a value from text that validates against the given JSON Schema; the answer is validated and corrected until it does.",
-		input, output, func(args json.RawMessage) (*job, error) {
-			a, err := decode[struct {
-				Text   string          `json:"text"`
-				Schema json.RawMessage `json:"schema"`
-			}](args)
-			if err != nil {
-				return nil, err
-			}
-			// The schema is the caller's: an invalid one names its paths.
-			if _, err := s.o.Sampling.Schemas.Compile(a.Schema, "/schema"); err != nil {
-				return nil, sampleError(context.Background(), err)
-			}
-			var schema js
-			if err := json.Unmarshal(a.Schema, &schema); err != nil {
-				return nil, &toolError{outcome: outcomeInvalidArgs, text: "invalid arguments: /schema: " + err.Error()}
-			}
-			return &job{
-				system: systemPrefix + "Extract from the text the value the JSON Schema describes. Use only what the text says.",
-				user:   "Text:\n" + a.Text,
-				schema: schema,
-				result: func(answer json.RawMessage, _ string) (any, error) { return js{"value": answer}, nil },
-			}, nil
-		})
+func (s *Server) addDecide() {
+	out := schemaOf[decideOut](func(p props) { p["confidence"] = score() })
+	add(s, &mcp.Tool{Name: "agent_decide", Title: "Decide", Annotations: readOnly,
+		Description: "Make a decision: choose one of the options (yes or no when none are given), with reasoning and a confidence in [0,1].",
+		InputSchema: schemaOf[decideIn](func(p props) { nonEmpty(p["question"]); choices(p["options"]) }), OutputSchema: out,
+	}, false, func(ctx context.Context, c *call, in decideIn) (decideOut, error) {
+		options := in.Options
+		if len(options) == 0 {
+			options = []string{"yes", "no"}
+		}
+		return shaped[decideOut](ctx, s, c,
+			systemPrefix+"Make the decision asked for. Choose exactly one of the options, explain briefly, and give your confidence between 0 and 1.",
+			"Question: "+in.Question+section("Options", bullets(options))+section("Context", in.Context),
+			narrow(out, func(p props) { p["choice"].Enum = enum(options) }))
+	})
 }
 
-func (s *Server) classify() tool {
-	input := object(js{
-		"text":       js{"type": "string", "minLength": 1, "description": "The text to classify."},
-		"categories": js{"type": "array", "items": js{"type": "string", "minLength": 1}, "minItems": 2, "uniqueItems": true},
-		"multiLabel": js{"type": "boolean", "description": "Allow more than one label (default false)."},
-	}, "text", "categories")
-	output := object(js{
-		"labels": strs("The chosen categories."),
-		"scores": js{"type": "object", "additionalProperties": js{"type": "number", "minimum": 0, "maximum": 1},
-			"description": "A score in [0,1] per category."},
-	}, "labels", "scores")
-	return s.shaped("agent_classify", "Classify", "Classify text into the given categories (one label, or several with multiLabel), with a score per category.",
-		input, output, func(args json.RawMessage) (*job, error) {
-			a, err := decode[struct {
-				Text       string   `json:"text"`
-				Categories []string `json:"categories"`
-				MultiLabel bool     `json:"multiLabel"`
-			}](args)
-			if err != nil {
-				return nil, err
-			}
-			labels := js{"type": "array", "items": enum(a.Categories), "minItems": 1, "uniqueItems": true}
-			rule := "Choose exactly one label."
-			if !a.MultiLabel {
-				labels["maxItems"] = 1
-			} else {
-				rule = "Choose every label that applies (at least one)."
-			}
-			scores := js{}
-			for _, c := range a.Categories {
-				scores[c] = js{"type": "number", "minimum": 0, "maximum": 1}
-			}
-			return &job{
-				system: systemPrefix + "Classify the text into the categories. " + rule + " Score every category between 0 and 1.",
-				user:   "Text:\n" + a.Text + section("Categories", bullets(a.Categories)),
-				schema: object(js{"labels": labels, "scores": object(scores, a.Categories...)}, "labels", "scores"),
-			}, nil
-		})
+type analyzeIn struct {
+	Data  json.RawMessage `json:"data" jsonschema:"What to analyze: text, or any JSON value."`
+	Focus string          `json:"focus,omitempty" jsonschema:"What the analysis should concentrate on."`
 }
 
-func (s *Server) summarize() tool {
-	input := object(js{
-		"text":     js{"type": "string", "minLength": 1, "description": "The text to summarize."},
-		"maxWords": js{"type": "integer", "minimum": 1, "maximum": 2000, "description": "The summary's length limit in words."},
-		"style":    str("How to write it, e.g. neutral, executive, bullet-like."),
-	}, "text")
-	output := object(js{"summary": js{"type": "string"}, "keyPoints": strs("The main points.")}, "summary", "keyPoints")
-	return s.shaped("agent_summarize", "Summarize", "Summarize text: a summary (within maxWords when given) and its key points.",
-		input, output, func(args json.RawMessage) (*job, error) {
-			a, err := decode[struct {
-				Text     string `json:"text"`
-				MaxWords int    `json:"maxWords"`
-				Style    string `json:"style"`
-			}](args)
-			if err != nil {
-				return nil, err
-			}
-			system := systemPrefix + "Summarize the text and list its key points."
-			if a.MaxWords > 0 {
-				system += fmt.Sprintf(" The summary has at most %d words.", a.MaxWords)
-			}
-			if a.Style != "" {
-				system += " Style: " + a.Style + "."
-			}
-			return &job{system: system, user: "Text:\n" + a.Text, schema: output,
-				result: func(answer json.RawMessage, _ string) (any, error) {
-					var out struct {
-						Summary   string   `json:"summary"`
-						KeyPoints []string `json:"keyPoints"`
-					}
-					if err := json.Unmarshal(answer, &out); err != nil {
-						return nil, err
-					}
-					if words := strings.Fields(out.Summary); a.MaxWords > 0 && len(words) > a.MaxWords {
-						// The limit holds whatever the model wrote.
-						out.Summary = strings.Join(words[:a.MaxWords], " ") + " …"
-					}
-					return out, nil
-				}}, nil
-		})
+type analyzeOut struct {
+	Summary         string   `json:"summary"`
+	Findings        []string `json:"findings" jsonschema:"What the data shows."`
+	Risks           []string `json:"risks" jsonschema:"Problems or dangers."`
+	Recommendations []string `json:"recommendations" jsonschema:"What to do."`
+}
+
+func (s *Server) addAnalyze() {
+	out := schemaOf[analyzeOut](nil)
+	schema, _ := json.Marshal(out)
+	add(s, &mcp.Tool{Name: "agent_analyze", Title: "Analyze", Annotations: readOnly,
+		Description: "Analyze data: a summary, findings, risks and recommendations.",
+		InputSchema: schemaOf[analyzeIn](nil), OutputSchema: out,
+	}, false, func(ctx context.Context, c *call, in analyzeIn) (analyzeOut, error) {
+		data := string(in.Data)
+		var text string
+		if json.Unmarshal(in.Data, &text) == nil {
+			data = text
+		}
+		return shaped[analyzeOut](ctx, s, c, systemPrefix+"Analyze the data: summarize it, list findings, risks and recommendations.",
+			"Data:\n"+data+section("Focus", in.Focus), schema)
+	})
+}
+
+type extractIn struct {
+	Text   string          `json:"text" jsonschema:"The text to extract from."`
+	Schema json.RawMessage `json:"schema" jsonschema:"A JSON Schema the extracted value must validate against."`
+}
+
+type extractOut struct {
+	Value json.RawMessage `json:"value" jsonschema:"The extracted value; it validates against the given schema."`
+}
+
+func (s *Server) addExtract() {
+	add(s, &mcp.Tool{Name: "agent_extract", Title: "Extract", Annotations: readOnly,
+		Description:  "Extract a value from text that validates against the given JSON Schema; the answer is validated and corrected until it does.",
+		InputSchema:  schemaOf[extractIn](func(p props) { nonEmpty(p["text"]); p["schema"].Type = "object" }),
+		OutputSchema: schemaOf[extractOut](nil),
+	}, false, func(ctx context.Context, c *call, in extractIn) (extractOut, error) {
+		// The schema is the caller's: an invalid one is refused naming its paths.
+		res, err := s.ask(ctx, c, systemPrefix+"Extract from the text the value the JSON Schema describes. Use only what the text says.",
+			"Text:\n"+in.Text, in.Schema)
+		if err != nil {
+			return extractOut{}, err
+		}
+		return extractOut{Value: res.Parsed}, nil
+	})
+}
+
+type classifyIn struct {
+	Text       string   `json:"text" jsonschema:"The text to classify."`
+	Categories []string `json:"categories"`
+	MultiLabel bool     `json:"multiLabel,omitempty" jsonschema:"Allow more than one label (default false)."`
+}
+
+type classifyOut struct {
+	Labels []string           `json:"labels" jsonschema:"The chosen categories."`
+	Scores map[string]float64 `json:"scores" jsonschema:"A score in [0,1] per category."`
+}
+
+func (s *Server) addClassify() {
+	out := schemaOf[classifyOut](func(p props) { p["scores"].AdditionalProperties = score() })
+	add(s, &mcp.Tool{Name: "agent_classify", Title: "Classify", Annotations: readOnly,
+		Description: "Classify text into the given categories (one label, or several with multiLabel), with a score per category.",
+		InputSchema: schemaOf[classifyIn](func(p props) { nonEmpty(p["text"]); choices(p["categories"]) }), OutputSchema: out,
+	}, false, func(ctx context.Context, c *call, in classifyIn) (classifyOut, error) {
+		rule := "Choose exactly one label."
+		if in.MultiLabel {
+			rule = "Choose every label that applies (at least one)."
+		}
+		return shaped[classifyOut](ctx, s, c,
+			systemPrefix+"Classify the text into the categories. "+rule+" Score every category between 0 and 1.",
+			"Text:\n"+in.Text+section("Categories", bullets(in.Categories)),
+			narrow(out, func(p props) {
+				labels := p["labels"]
+				labels.Items.Enum, labels.MinItems, labels.UniqueItems = enum(in.Categories), jsonschema.Ptr(1), true
+				if !in.MultiLabel {
+					labels.MaxItems = jsonschema.Ptr(1)
+				}
+				scores := p["scores"]
+				scores.Properties, scores.Required = props{}, in.Categories
+				scores.AdditionalProperties = &jsonschema.Schema{Not: &jsonschema.Schema{}}
+				for _, c := range in.Categories {
+					scores.Properties[c] = score()
+				}
+			}))
+	})
+}
+
+type summarizeIn struct {
+	Text     string `json:"text" jsonschema:"The text to summarize."`
+	MaxWords int    `json:"maxWords,omitempty" jsonschema:"The summary's length limit in words."`
+	Style    string `json:"style,omitempty" jsonschema:"How to write it, e.g. neutral, executive, bullet-like."`
+}
+
+type summarizeOut struct {
+	Summary   string   `json:"summary"`
+	KeyPoints []string `json:"keyPoints" jsonschema:"The main points."`
+}
+
+func (s *Server) addSummarize() {
+	out := schemaOf[summarizeOut](nil)
+	schema, _ := json.Marshal(out)
+	add(s, &mcp.Tool{Name: "agent_summarize", Title: "Summarize", Annotations: readOnly,
+		Description: "Summarize text: a summary (within maxWords when given) and its key points.",
+		InputSchema: schemaOf[summarizeIn](func(p props) {
+			nonEmpty(p["text"])
+			p["maxWords"].Minimum, p["maxWords"].Maximum = jsonschema.Ptr(1.0), jsonschema.Ptr(2000.0)
+		}), OutputSchema: out,
+	}, false, func(ctx context.Context, c *call, in summarizeIn) (summarizeOut, error) {
+		system := systemPrefix + "Summarize the text and list its key points."
+		if in.MaxWords > 0 {
+			system += fmt.Sprintf(" The summary has at most %d words.", in.MaxWords)
+		}
+		if in.Style != "" {
+			system += " Style: " + in.Style + "."
+		}
+		res, err := shaped[summarizeOut](ctx, s, c, system, "Text:\n"+in.Text, schema)
+		if words := strings.Fields(res.Summary); err == nil && in.MaxWords > 0 && len(words) > in.MaxWords {
+			// The limit holds whatever the model wrote.
+			res.Summary = strings.Join(words[:in.MaxWords], " ") + " …"
+		}
+		return res, err
+	})
 }
 
 // Formats of agent_generate.
@@ -312,69 +308,66 @@ const (
 	formatJSON     = "json"
 )
 
-func (s *Server) generate() tool {
-	input := object(js{
-		"instructions": js{"type": "string", "minLength": 1, "description": "What to write."},
-		"format":       js{"type": "string", "enum": []string{formatText, formatMarkdown, formatCode, formatJSON}, "description": "Default text; json when schema is given."},
-		"language":     str("The programming language (code) or natural language to write in."),
-		"schema":       js{"type": "object", "description": "A JSON Schema the content must validate against (format json)."},
-	}, "instructions")
-	output := object(js{
-		"content": js{"description": "The text, or with format json the JSON value."},
-		"format":  enum([]string{formatText, formatMarkdown, formatCode, formatJSON}),
-	}, "content", "format")
-	return s.shaped("agent_generate", "Generate", "Generate content: text, markdown, code, or a JSON value (validated against schema when given).",
-		input, output, func(args json.RawMessage) (*job, error) {
-			a, err := decode[struct {
-				Instructions string          `json:"instructions"`
-				Format       string          `json:"format"`
-				Language     string          `json:"language"`
-				Schema       json.RawMessage `json:"schema"`
-			}](args)
-			if err != nil {
-				return nil, err
+var formats = enum([]string{formatText, formatMarkdown, formatCode, formatJSON})
+
+type generateIn struct {
+	Instructions string          `json:"instructions" jsonschema:"What to write."`
+	Format       string          `json:"format,omitempty" jsonschema:"Default text; json when schema is given."`
+	Language     string          `json:"language,omitempty" jsonschema:"The programming language (code) or natural language to write in."`
+	Schema       json.RawMessage `json:"schema,omitempty" jsonschema:"A JSON Schema the content must validate against (format json)."`
+}
+
+type generateOut struct {
+	Content any    `json:"content" jsonschema:"The text, or with format json the JSON value."`
+	Format  string `json:"format"`
+}
+
+func (s *Server) addGenerate() {
+	add(s, &mcp.Tool{Name: "agent_generate", Title: "Generate", Annotations: readOnly,
+		Description: "Generate content: text, markdown, code, or a JSON value (validated against schema when given).",
+		InputSchema: schemaOf[generateIn](func(p props) {
+			nonEmpty(p["instructions"])
+			p["format"].Enum, p["schema"].Type = formats, "object"
+		}),
+		OutputSchema: schemaOf[generateOut](func(p props) { p["format"].Enum = formats }),
+	}, false, func(ctx context.Context, c *call, in generateIn) (generateOut, error) {
+		out := generateOut{Format: in.Format}
+		switch {
+		case out.Format == "" && in.Schema != nil:
+			out.Format = formatJSON
+		case out.Format == "":
+			out.Format = formatText
+		case out.Format != formatJSON && in.Schema != nil:
+			return out, &toolError{outcome: outcomeInvalidArgs, text: "invalid arguments:\n- /schema: schema needs format json"}
+		}
+		system := systemPrefix + "Write what the instructions ask for, and nothing else."
+		if in.Language != "" {
+			system += " Language: " + in.Language + "."
+		}
+		var schema json.RawMessage
+		switch out.Format {
+		case formatJSON:
+			if schema = in.Schema; schema == nil {
+				schema = json.RawMessage("{}")
 			}
-			format := a.Format
-			switch {
-			case format == "" && len(a.Schema) > 0:
-				format = formatJSON
-			case format == "":
-				format = formatText
-			case format != formatJSON && len(a.Schema) > 0:
-				return nil, &toolError{outcome: outcomeInvalidArgs, text: "invalid arguments:\n- /schema: schema needs format json"}
-			}
-			system := systemPrefix + "Write what the instructions ask for, and nothing else."
-			if a.Language != "" {
-				system += " Language: " + a.Language + "."
-			}
-			j := &job{system: system, user: a.Instructions}
-			switch format {
-			case formatJSON:
-				j.schema = js{}
-				if len(a.Schema) > 0 {
-					if _, err := s.o.Sampling.Schemas.Compile(a.Schema, "/schema"); err != nil {
-						return nil, sampleError(context.Background(), err)
-					}
-					if err := json.Unmarshal(a.Schema, &j.schema); err != nil {
-						return nil, &toolError{outcome: outcomeInvalidArgs, text: "invalid arguments: /schema: " + err.Error()}
-					}
-				}
-				j.result = func(answer json.RawMessage, _ string) (any, error) {
-					return js{"content": answer, "format": format}, nil
-				}
-			case formatCode:
-				j.system += " Answer with the code only, without a Markdown fence."
-				j.result = func(_ json.RawMessage, text string) (any, error) {
-					return js{"content": unfence(text), "format": format}, nil
-				}
-			case formatMarkdown:
-				j.system += " Use Markdown."
-				fallthrough
-			default:
-				j.result = func(_ json.RawMessage, text string) (any, error) { return js{"content": text, "format": format}, nil }
-			}
-			return j, nil
-		})
+		case formatCode:
+			system += " Answer with the code only, without a Markdown fence."
+		case formatMarkdown:
+			system += " Use Markdown."
+		}
+		res, err := s.ask(ctx, c, system, in.Instructions, schema)
+		switch {
+		case err != nil:
+			return out, err
+		case schema != nil:
+			out.Content = res.Parsed
+		case out.Format == formatCode:
+			out.Content = unfence(res.Text)
+		default:
+			out.Content = res.Text
+		}
+		return out, nil
+	})
 }
 
 // unfence removes one Markdown code fence around text.
@@ -390,37 +383,32 @@ func unfence(text string) string {
 	return text
 }
 
-func (s *Server) compare() tool {
-	input := object(js{
-		"options":  js{"type": "array", "items": js{"type": "string", "minLength": 1}, "minItems": 2, "uniqueItems": true, "description": "What to compare."},
-		"criteria": strs("What to compare them by."),
-		"context":  str("What the comparison is for."),
-	}, "options")
-	output := object(js{
-		"ranking":   strs("Every option, best first."),
-		"best":      js{"type": "string"},
-		"rationale": js{"type": "string"},
-	}, "ranking", "best", "rationale")
-	return s.shaped("agent_compare", "Compare", "Compare options: rank them all, best first, name the best and give the rationale.",
-		input, output, func(args json.RawMessage) (*job, error) {
-			a, err := decode[struct {
-				Options  []string `json:"options"`
-				Criteria []string `json:"criteria"`
-				Context  string   `json:"context"`
-			}](args)
-			if err != nil {
-				return nil, err
-			}
-			n := len(a.Options)
-			schema := object(js{
-				"ranking":   js{"type": "array", "items": enum(a.Options), "minItems": n, "maxItems": n, "uniqueItems": true},
-				"best":      enum(a.Options),
-				"rationale": js{"type": "string"},
-			}, "ranking", "best", "rationale")
-			return &job{
-				system: systemPrefix + "Compare the options. Rank every option exactly once, best first; best is the first of the ranking.",
-				user:   "Options:\n" + bullets(a.Options) + section("Criteria", bullets(a.Criteria)) + section("Context", a.Context),
-				schema: schema,
-			}, nil
-		})
+type compareIn struct {
+	Options  []string `json:"options" jsonschema:"What to compare."`
+	Criteria []string `json:"criteria,omitempty" jsonschema:"What to compare them by."`
+	Context  string   `json:"context,omitempty" jsonschema:"What the comparison is for."`
+}
+
+type compareOut struct {
+	Ranking   []string `json:"ranking" jsonschema:"Every option, best first."`
+	Best      string   `json:"best"`
+	Rationale string   `json:"rationale"`
+}
+
+func (s *Server) addCompare() {
+	out := schemaOf[compareOut](nil)
+	add(s, &mcp.Tool{Name: "agent_compare", Title: "Compare", Annotations: readOnly,
+		Description: "Compare options: rank them all, best first, name the best and give the rationale.",
+		InputSchema: schemaOf[compareIn](func(p props) { choices(p["options"]) }), OutputSchema: out,
+	}, false, func(ctx context.Context, c *call, in compareIn) (compareOut, error) {
+		return shaped[compareOut](ctx, s, c,
+			systemPrefix+"Compare the options. Rank every option exactly once, best first; best is the first of the ranking.",
+			"Options:\n"+bullets(in.Options)+section("Criteria", bullets(in.Criteria))+section("Context", in.Context),
+			narrow(out, func(p props) {
+				n := jsonschema.Ptr(len(in.Options))
+				ranking := p["ranking"]
+				ranking.Items.Enum, ranking.MinItems, ranking.MaxItems, ranking.UniqueItems = enum(in.Options), n, n, true
+				p["best"].Enum = enum(in.Options)
+			}))
+	})
 }
