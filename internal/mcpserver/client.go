@@ -4,7 +4,6 @@ package mcpserver
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -66,10 +65,9 @@ func (clientProvider) Sample(ctx context.Context, req *sampler.Request) (*sample
 	return responseOf(res)
 }
 
-// createMessageParams converts a domain request to MCP's params through
-// their common wire format.
+// createMessageParams converts a domain request to MCP's params with the
+// domain's bridge; a schema goes into the system prompt.
 func createMessageParams(req *sampler.Request, meta map[string]any) (*mcp.CreateMessageWithToolsParams, error) {
-	maxTokens := req.MaxTokens
 	system := req.SystemPrompt
 	if len(req.Schema) > 0 {
 		if system != "" {
@@ -77,37 +75,21 @@ func createMessageParams(req *sampler.Request, meta map[string]any) (*mcp.Create
 		}
 		system += "Answer with only one JSON value, no other text, that validates against this JSON Schema:\n" + string(req.Schema)
 	}
-	wire := sampler.CreateMessageParams{
-		Messages:      req.Messages,
-		SystemPrompt:  system,
-		MaxTokens:     &maxTokens,
-		Temperature:   req.Temperature,
-		StopSequences: req.StopSequences,
-		Tools:         req.Tools,
-		ToolChoice:    req.ToolChoice,
-	}
-	b, err := json.Marshal(wire)
+	p, err := sampler.ToMCPParams(&sampler.CreateMessageParams{Messages: req.Messages, SystemPrompt: system, MaxTokens: &req.MaxTokens,
+		Temperature: req.Temperature, StopSequences: req.StopSequences, Tools: req.Tools, ToolChoice: req.ToolChoice})
 	if err != nil {
-		return nil, fmt.Errorf("encode sampling request: %w", err)
-	}
-	var p mcp.CreateMessageWithToolsParams
-	if err := json.Unmarshal(b, &p); err != nil {
 		return nil, fmt.Errorf("convert sampling request: %w", err)
 	}
 	if len(meta) > 0 {
 		p.Meta = meta
 	}
-	return &p, nil
+	return p, nil
 }
 
 // responseOf converts the client's result to a provider response.
 func responseOf(res *mcp.CreateMessageWithToolsResult) (*sampler.Response, error) {
-	b, err := json.Marshal(res)
+	r, err := sampler.FromMCPResult(res)
 	if err != nil {
-		return nil, fmt.Errorf("encode the client's result: %w", err)
-	}
-	var r sampler.CreateMessageResult
-	if err := json.Unmarshal(b, &r); err != nil {
 		return nil, &sampler.UpstreamError{Provider: clientName, Message: "the client's result is not a CreateMessageResult: " + err.Error(), Err: err}
 	}
 	return &sampler.Response{Model: r.Model, Content: r.Content, StopReason: r.StopReason}, nil
