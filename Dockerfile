@@ -8,8 +8,9 @@
 # Two stages: the Go toolchain builds two static binaries (the service and a
 # tiny health probe), and the runtime stage is distroless/static: no shell,
 # no package manager, running as the unprivileged user nonroot (uid 65532).
-# internal/deploytest runs this file's `go build` lines for real and checks
-# the result, so CI builds the binaries exactly as this image does.
+# internal/deploytest checks this file's `go build` lines (static, stripped,
+# trimmed; the build context holds what they need) and runs the two
+# packages as the image would; .ci/run builds the service with these flags.
 
 # The build stage runs on the builder's own platform and cross-compiles to
 # the target one (docker buildx build --platform linux/amd64,linux/arm64).
