@@ -148,19 +148,12 @@ func (s *Server) follow(c *call, sub runs.Subscription, out *delegateResult, max
 		*after = ev.ID
 		switch ev.Name {
 		case loop.EventToolCompleted:
-			var e struct {
-				Iteration int    `json:"iteration"`
-				Name      string `json:"name"`
-				IsError   bool   `json:"isError"`
-			}
+			var e loop.ToolCompletedEvent
 			if json.Unmarshal(ev.Data, &e) == nil {
-				out.ToolCalls = append(out.ToolCalls, toolCall(e))
+				out.ToolCalls = append(out.ToolCalls, toolCall{Iteration: e.Iteration, Name: e.Name, IsError: e.IsError})
 			}
 		case loop.EventIterationCompleted:
-			var e struct {
-				Iteration int      `json:"iteration"`
-				ToolCalls []string `json:"toolCalls"`
-			}
+			var e loop.IterationEvent
 			if json.Unmarshal(ev.Data, &e) == nil {
 				msg := fmt.Sprintf("iteration %d of at most %d: answered", e.Iteration, maxIterations)
 				if len(e.ToolCalls) > 0 {
@@ -169,13 +162,7 @@ func (s *Server) follow(c *call, sub runs.Subscription, out *delegateResult, max
 				c.progress.step(float64(maxIterations), "%s", msg)
 			}
 		case loop.EventLoopCompleted:
-			var e struct {
-				Status          string `json:"status"`
-				TotalIterations int    `json:"totalIterations"`
-				Success         bool   `json:"success"`
-				Result          string `json:"result"`
-				Error           string `json:"error"`
-			}
+			var e loop.CompletedEvent
 			if err := json.Unmarshal(ev.Data, &e); err != nil {
 				return false, fmt.Errorf("decode %s: %w", ev.Name, err)
 			}
