@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sampled/sampled/internal/testlog"
+	"github.com/sampled/sampled/internal/testing/testlog"
 )
 
 // TestDefaultAddrIsLoopback: without SAMPLED_ADDR or -addr the service

@@ -19,8 +19,8 @@ import (
 	"github.com/tmaxmax/go-sse"
 	"go.uber.org/goleak"
 
-	"github.com/sampled/sampled/internal/runs/redis/redistest"
-	"github.com/sampled/sampled/internal/testlog"
+	"github.com/sampled/sampled/internal/testing/redistest"
+	"github.com/sampled/sampled/internal/testing/testlog"
 )
 
 func TestMain(m *testing.M) {

@@ -18,8 +18,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/sampled/sampled/internal/runs/redis/redistest"
-	"github.com/sampled/sampled/internal/testlog"
+	"github.com/sampled/sampled/internal/testing/redistest"
+	"github.com/sampled/sampled/internal/testing/testlog"
 )
 
 // replicaWait bounds each wait of the replica tests: a guard against

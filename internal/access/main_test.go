@@ -3,7 +3,7 @@ package access
 import (
 	"testing"
 
-	"github.com/sampled/sampled/internal/runs/redis/redistest"
+	"github.com/sampled/sampled/internal/testing/redistest"
 )
 
 func TestMain(m *testing.M) { redistest.Main(m) }

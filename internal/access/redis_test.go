@@ -14,8 +14,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	goredis "github.com/redis/go-redis/v9"
 
-	"github.com/sampled/sampled/internal/runs/redis/redistest"
-	"github.com/sampled/sampled/internal/testlog"
+	"github.com/sampled/sampled/internal/testing/redistest"
+	"github.com/sampled/sampled/internal/testing/testlog"
 )
 
 // prefixes numbers the key prefixes of the tests' limits.

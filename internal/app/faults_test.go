@@ -20,7 +20,7 @@ import (
 
 	"github.com/sampled/sampled/internal/config"
 	"github.com/sampled/sampled/internal/sampler"
-	"github.com/sampled/sampled/internal/testnet"
+	"github.com/sampled/sampled/internal/testing/testnet"
 )
 
 // faultKey is the API key the matrix configures. Fakes echo it in their

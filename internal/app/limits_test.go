@@ -16,7 +16,7 @@ import (
 
 	"github.com/sampled/sampled/internal/access"
 	"github.com/sampled/sampled/internal/config"
-	"github.com/sampled/sampled/internal/runs/redis/redistest"
+	"github.com/sampled/sampled/internal/testing/redistest"
 )
 
 // keyed returns cfg with one API key of 60 requests a minute (a burst of

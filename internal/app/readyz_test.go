@@ -14,7 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/sampled/sampled/internal/config"
-	"github.com/sampled/sampled/internal/testwait"
+	"github.com/sampled/sampled/internal/testing/testwait"
 )
 
 // readyzServer serves an App built from cfg, both closed with the test.

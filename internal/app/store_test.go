@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sampled/sampled/internal/config"
-	"github.com/sampled/sampled/internal/runs/redis/redistest"
+	"github.com/sampled/sampled/internal/testing/redistest"
 )
 
 func TestMain(m *testing.M) {

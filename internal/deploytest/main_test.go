@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/sampled/sampled/internal/runs/redis/redistest"
+	"github.com/sampled/sampled/internal/testing/redistest"
 )
 
 func TestMain(m *testing.M) {

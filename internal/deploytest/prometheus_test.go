@@ -24,10 +24,10 @@ import (
 
 	"github.com/sampled/sampled/internal/app"
 	"github.com/sampled/sampled/internal/config"
-	"github.com/sampled/sampled/internal/runs/redis/redistest"
-	"github.com/sampled/sampled/internal/testnet"
-	"github.com/sampled/sampled/internal/testwait"
-	"github.com/sampled/sampled/internal/tools/mcptest"
+	"github.com/sampled/sampled/internal/testing/mcptest"
+	"github.com/sampled/sampled/internal/testing/redistest"
+	"github.com/sampled/sampled/internal/testing/testnet"
+	"github.com/sampled/sampled/internal/testing/testwait"
 )
 
 // needProgram returns the path of an outside program, skipping the test

@@ -19,8 +19,8 @@ import (
 	"github.com/sampled/sampled/internal/access"
 	"github.com/sampled/sampled/internal/loop"
 	"github.com/sampled/sampled/internal/sampler"
-	"github.com/sampled/sampled/internal/testlog"
-	"github.com/sampled/sampled/internal/testwait"
+	"github.com/sampled/sampled/internal/testing/testlog"
+	"github.com/sampled/sampled/internal/testing/testwait"
 )
 
 // The keys of the access tests, and their names.

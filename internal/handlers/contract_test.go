@@ -30,7 +30,7 @@ import (
 	"github.com/sampled/sampled/api"
 	"github.com/sampled/sampled/internal/runs/memory"
 	"github.com/sampled/sampled/internal/sampler"
-	"github.com/sampled/sampled/internal/testwait"
+	"github.com/sampled/sampled/internal/testing/testwait"
 	"github.com/sampled/sampled/internal/tools"
 )
 

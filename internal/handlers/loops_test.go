@@ -29,8 +29,8 @@ import (
 	"github.com/sampled/sampled/internal/runs"
 	"github.com/sampled/sampled/internal/runs/memory"
 	"github.com/sampled/sampled/internal/sampler"
+	"github.com/sampled/sampled/internal/testing/mcptest"
 	"github.com/sampled/sampled/internal/tools"
-	"github.com/sampled/sampled/internal/tools/mcptest"
 )
 
 // loopWait bounds every wait of the loop tests: generous, for -race on a

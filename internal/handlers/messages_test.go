@@ -12,8 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/sampled/sampled/internal/mcpschema"
 	"github.com/sampled/sampled/internal/sampler"
+	"github.com/sampled/sampled/internal/testing/mcpschema"
 )
 
 // TestMessagesRejectsWhatTheSchemaRejects sends inputs the 2025-11-25

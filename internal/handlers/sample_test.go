@@ -18,9 +18,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"go.uber.org/goleak"
 
-	"github.com/sampled/sampled/internal/mcpschema"
 	"github.com/sampled/sampled/internal/sampler"
-	"github.com/sampled/sampled/internal/testwait"
+	"github.com/sampled/sampled/internal/testing/mcpschema"
+	"github.com/sampled/sampled/internal/testing/testwait"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

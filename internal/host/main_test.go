@@ -18,11 +18,11 @@ import (
 
 	"github.com/sampled/sampled/internal/host"
 	"github.com/sampled/sampled/internal/loop"
-	"github.com/sampled/sampled/internal/mcpschema"
 	"github.com/sampled/sampled/internal/metrics"
 	"github.com/sampled/sampled/internal/runs/memory"
 	"github.com/sampled/sampled/internal/sampler"
 	"github.com/sampled/sampled/internal/sampler/offline"
+	"github.com/sampled/sampled/internal/testing/mcpschema"
 	"github.com/sampled/sampled/internal/tools"
 )
 

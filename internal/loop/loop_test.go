@@ -20,9 +20,9 @@ import (
 	"github.com/sampled/sampled/internal/runs"
 	"github.com/sampled/sampled/internal/runs/memory"
 	"github.com/sampled/sampled/internal/sampler"
-	"github.com/sampled/sampled/internal/testwait"
+	"github.com/sampled/sampled/internal/testing/mcptest"
+	"github.com/sampled/sampled/internal/testing/testwait"
 	"github.com/sampled/sampled/internal/tools"
-	"github.com/sampled/sampled/internal/tools/mcptest"
 )
 
 var stdTools = []string{"std__calculate", "std__json_query", "std__now", "std__text_stats"}

@@ -24,8 +24,8 @@ import (
 	"github.com/sampled/sampled/internal/sampler"
 	"github.com/sampled/sampled/internal/sampler/offline"
 	"github.com/sampled/sampled/internal/sampler/openai"
+	"github.com/sampled/sampled/internal/testing/mcptest"
 	"github.com/sampled/sampled/internal/tools"
-	"github.com/sampled/sampled/internal/tools/mcptest"
 )
 
 // waitTimeout bounds every wait for something that must happen; generous

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/sampled/sampled/internal/loop"
-	"github.com/sampled/sampled/internal/testwait"
+	"github.com/sampled/sampled/internal/testing/testwait"
 )
 
 // TestOwner checks that a run's owner is in its snapshot, and absent from

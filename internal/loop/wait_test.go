@@ -11,7 +11,7 @@ import (
 
 	"github.com/sampled/sampled/internal/loop"
 	"github.com/sampled/sampled/internal/sampler"
-	"github.com/sampled/sampled/internal/tools/mcptest"
+	"github.com/sampled/sampled/internal/testing/mcptest"
 )
 
 // TestRun runs the offline model's calculation and waits for it: Run

@@ -14,7 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sampled/sampled/internal/access"
-	"github.com/sampled/sampled/internal/testwait"
+	"github.com/sampled/sampled/internal/testing/testwait"
 )
 
 // bearer is an http.RoundTripper that sends the key it holds at the time

@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/sampled/sampled/internal/testwait"
+	"github.com/sampled/sampled/internal/testing/testwait"
 )
 
 var agentTools = []string{"agent_analyze", "agent_classify", "agent_compare", "agent_decide", "agent_delegate", "agent_extract", "agent_generate", "agent_summarize", "sample"}

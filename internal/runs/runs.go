@@ -9,7 +9,7 @@
 // live ones, and the stream ends after the run's terminal event.
 //
 // Store is the interface; each backend is a package of its own
-// (runs/memory), and runs/storetest is the conformance suite every backend
+// (runs/memory), and internal/testing/storetest is the conformance suite every backend
 // passes.
 package runs
 

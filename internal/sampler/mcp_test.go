@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/sampled/sampled/internal/mcpschema"
+	"github.com/sampled/sampled/internal/testing/mcpschema"
 )
 
 const mcpRef = "../../reference/mcp"

@@ -14,7 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/goleak"
 
-	"github.com/sampled/sampled/internal/tools/mcptest"
+	"github.com/sampled/sampled/internal/testing/mcptest"
 )
 
 // TestClose checks that Close ends every goroutine the registry started

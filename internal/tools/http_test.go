@@ -19,7 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sampled/sampled/internal/sampler"
-	"github.com/sampled/sampled/internal/testnet"
+	"github.com/sampled/sampled/internal/testing/testnet"
 )
 
 type echoIn struct {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sampled/sampled/internal/tools/mcptest"
+	"github.com/sampled/sampled/internal/testing/mcptest"
 	"go.uber.org/goleak"
 )
 

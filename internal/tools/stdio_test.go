@@ -17,7 +17,7 @@ import (
 
 	"github.com/sampled/sampled/internal/metrics"
 	"github.com/sampled/sampled/internal/sampler"
-	"github.com/sampled/sampled/internal/tools/mcptest"
+	"github.com/sampled/sampled/internal/testing/mcptest"
 )
 
 func TestStdio(t *testing.T) {

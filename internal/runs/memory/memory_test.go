@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/sampled/sampled/internal/runs"
-	"github.com/sampled/sampled/internal/runs/storetest"
+	"github.com/sampled/sampled/internal/testing/storetest"
 )
 
 // TestConformance runs the runs.Store suite. After each case every

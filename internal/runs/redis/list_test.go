@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/sampled/sampled/internal/runs/storetest"
+	"github.com/sampled/sampled/internal/testing/storetest"
 )
 
 // TestList: runs page newest first with a cursor that survives new runs,

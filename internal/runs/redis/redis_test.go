@@ -3,7 +3,7 @@ package redis
 import (
 	"testing"
 
-	"github.com/sampled/sampled/internal/runs/storetest"
+	"github.com/sampled/sampled/internal/testing/storetest"
 )
 
 // TestConformance runs the runs.Store suite against a real redis-server.

@@ -13,7 +13,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/sampled/sampled/internal/runs"
-	"github.com/sampled/sampled/internal/runs/redis/redistest"
+	"github.com/sampled/sampled/internal/testing/redistest"
 )
 
 // wait bounds every wait in these tests: a guard against hangs, not a

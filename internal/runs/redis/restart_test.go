@@ -10,7 +10,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 
 	"github.com/sampled/sampled/internal/runs"
-	"github.com/sampled/sampled/internal/runs/redis/redistest"
+	"github.com/sampled/sampled/internal/testing/redistest"
 )
 
 // TestRedisRestarted: Redis, with its append-only file, restarts in the

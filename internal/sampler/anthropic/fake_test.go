@@ -13,7 +13,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/sampled/sampled/internal/golden"
+	"github.com/sampled/sampled/internal/testing/golden"
 
 	"go.uber.org/goleak"
 )

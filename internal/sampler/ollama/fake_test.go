@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/sampled/sampled/internal/golden"
+	"github.com/sampled/sampled/internal/testing/golden"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden request bodies in testdata/ollama/requests")

@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/sampled/sampled/internal/golden"
+	"github.com/sampled/sampled/internal/testing/golden"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"go.uber.org/goleak"

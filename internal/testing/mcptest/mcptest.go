@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sampled/sampled/internal/testwait"
+	"github.com/sampled/sampled/internal/testing/testwait"
 )
 
 // BuildServer builds the test MCP server into dir and returns the path of
