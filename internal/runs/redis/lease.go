@@ -157,7 +157,7 @@ func (s *Store) end(id string) {
 	}
 	name, data, final := s.abandon(id, snap, AbandonedReason)
 	now := s.now()
-	args := addArgs{Now: now.UnixMilli(), ID: id, Name: name, Data: optional(data), Terminal: true, Snapshot: optional(final),
+	args := addArgs{Now: now.UnixMilli(), ID: id, Name: name, Data: string(data), Terminal: true, Snapshot: string(final),
 		MaxEvents: s.maxEvents, ExpiresAt: now.Add(s.ttl).UnixMilli(), TTL: s.ttl.Milliseconds()}
 	_ = s.timed("abandon", func() error {
 		return abandonScript.Run(s.ctx, s.c, []string{s.metaKey(id), s.eventsKey(id), s.leaseKey(id), s.runningKey()}, args.String()).Err()

@@ -309,44 +309,26 @@ return 1
 
 // addArgs name the event a script adds, and the run's state that changes
 // with it: the one argument of appendScript and abandonScript, encoded
-// with encoding/json and decoded with cjson.
+// with encoding/json and decoded with cjson. Data and Snapshot are JSON
+// texts, "" for none.
 type addArgs struct {
-	// Now is the store's clock, in ms, by which the run is alive.
-	Now int64 `json:"now"`
-	// ID is the run's id.
-	ID string `json:"id"`
-	// Name, Data and Terminal are the event's.
-	Name     string  `json:"name"`
-	Data     *string `json:"data,omitempty"`
-	Terminal bool    `json:"terminal,omitempty"`
-	// Snapshot replaces the run's with the terminal event.
-	Snapshot *string `json:"snapshot,omitempty"`
-	// MaxEvents caps the stream.
-	MaxEvents int `json:"maxEvents"`
-	// ExpiresAt (ms by the store's clock) and TTL (ms) are when a finished
-	// run's keys expire.
-	ExpiresAt int64 `json:"expiresAt"`
-	TTL       int64 `json:"ttl"`
-	// Op names the append, so that a retry finds its event; "" for none.
-	Op string `json:"op,omitempty"`
-	// Retry says the append was tried before: appendScript first looks
-	// for Op among the latest entries.
-	Retry bool `json:"retry,omitempty"`
+	Now       int64  `json:"now"` // ms, by the store's clock
+	ID        string `json:"id"`  // the run's
+	Name      string `json:"name"`
+	Data      string `json:"data,omitempty"`
+	Terminal  bool   `json:"terminal,omitempty"`
+	Snapshot  string `json:"snapshot,omitempty"` // replaces the run's with the terminal event
+	MaxEvents int    `json:"maxEvents"`          // caps the stream
+	ExpiresAt int64  `json:"expiresAt"`          // when a finished run expires, ms by the store's clock
+	TTL       int64  `json:"ttl"`                // ms, when its keys expire in Redis
+	Op        string `json:"op,omitempty"`       // names the append, for a retry to find
+	Retry     bool   `json:"retry,omitempty"`    // look for Op among the latest entries first
 }
 
 // String is a's JSON text, for a script's ARGV.
 func (a addArgs) String() string {
 	b, _ := json.Marshal(a) // strings, numbers and booleans: it cannot fail
 	return string(b)
-}
-
-// optional is b as a string, or nil when b is nil.
-func optional(b json.RawMessage) *string {
-	if b == nil {
-		return nil
-	}
-	s := string(b)
-	return &s
 }
 
 // add is the prelude of the scripts that add an event: it decodes their
@@ -579,7 +561,7 @@ func (s *Store) append(ctx context.Context, id, name string, data, snapshot json
 	if terminal {
 		opName = "finish"
 	}
-	args := addArgs{ID: id, Name: name, Data: optional(data), Terminal: terminal, Snapshot: optional(snapshot),
+	args := addArgs{ID: id, Name: name, Data: string(data), Terminal: terminal, Snapshot: string(snapshot),
 		MaxEvents: s.maxEvents, TTL: s.ttl.Milliseconds(), Op: s.token[:8] + "." + strconv.FormatInt(s.ops.Add(1), 36)}
 	deadline := time.Now().Add(s.retry)
 	for attempt := 1; ; attempt++ {
