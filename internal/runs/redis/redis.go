@@ -277,30 +277,27 @@ end
 // createScript also numbers the run in the order of creation and indexes
 // it by that number, for list, takes the run's lease and adds it to the
 // running runs. KEYS meta, events, sequence, index, lease, running; ARGV
-// now, has snapshot, snapshot, run id, token, lease (ms).
+// now, snapshot ("" for none), run id, token, lease (ms).
 var createScript = goredis.NewScript(alive + `
 if alive(tonumber(ARGV[1])) then return redis.error_reply('` + errExists + `') end
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[5])
-redis.call('SET', KEYS[5], ARGV[5], 'PX', ARGV[6])
-redis.call('SADD', KEYS[6], ARGV[4])
+redis.call('SET', KEYS[5], ARGV[4], 'PX', ARGV[5])
+redis.call('SADD', KEYS[6], ARGV[3])
 local seq = redis.call('INCR', KEYS[3])
-if ARGV[2] == '1' then
-  redis.call('HSET', KEYS[1], 'last', 0, 'seq', seq, 'snap', ARGV[3])
-else
-  redis.call('HSET', KEYS[1], 'last', 0, 'seq', seq)
-end
-redis.call('ZADD', KEYS[4], seq, ARGV[4])
+redis.call('HSET', KEYS[1], 'last', 0, 'seq', seq)
+if ARGV[2] ~= '' then redis.call('HSET', KEYS[1], 'snap', ARGV[2]) end
+redis.call('ZADD', KEYS[4], seq, ARGV[3])
 return 1
 `)
 
-// setSnapshotScript: KEYS meta; ARGV now, has snapshot, snapshot. A run a
+// setSnapshotScript: KEYS meta; ARGV now, snapshot ("" for none). A run a
 // janitor ended ('lost') keeps the snapshot that says why: its late owner's
 // would hide it.
 var setSnapshotScript = goredis.NewScript(alive + `
 if not alive(tonumber(ARGV[1])) then return redis.error_reply('` + errNotFound + `') end
 if redis.call('HEXISTS', KEYS[1], 'lost') == 1 then return redis.error_reply('` + errFinished + `') end
-if ARGV[2] == '1' then
-  redis.call('HSET', KEYS[1], 'snap', ARGV[3])
+if ARGV[2] ~= '' then
+  redis.call('HSET', KEYS[1], 'snap', ARGV[2])
 else
   redis.call('HDEL', KEYS[1], 'snap')
 end
@@ -429,14 +426,6 @@ func (s *Store) timed(op string, f func() error) error {
 	return err
 }
 
-// presence returns "1" and b as a string, or "0" and "" when b is nil.
-func presence(b json.RawMessage) (string, string) {
-	if b == nil {
-		return "0", ""
-	}
-	return "1", string(b)
-}
-
 // Create adds a running run with an empty log, and takes its lease: the
 // Store renews it until the run's terminal event. An id still kept gives
 // runs.ErrExists; the keys of an expired run are replaced.
@@ -445,11 +434,10 @@ func (s *Store) Create(ctx context.Context, id string, snapshot json.RawMessage)
 		// It could not renew the lease.
 		return fmt.Errorf("runs: create %q: %w", id, runs.ErrClosed)
 	}
-	has, snap := presence(snapshot)
 	err := s.timed("create", func() error {
 		return createScript.Run(ctx, s.c,
 			[]string{s.metaKey(id), s.eventsKey(id), s.seqKey(), s.indexKey(), s.leaseKey(id), s.runningKey()},
-			s.nowMS(), has, snap, id, s.token, s.lease.Milliseconds()).Err()
+			s.nowMS(), string(snapshot), id, s.token, s.lease.Milliseconds()).Err()
 	})
 	if err != nil {
 		return fmt.Errorf("runs: create %q: %w", id, scriptErr(err))
@@ -460,9 +448,8 @@ func (s *Store) Create(ctx context.Context, id string, snapshot json.RawMessage)
 
 // SetSnapshot replaces the run's snapshot.
 func (s *Store) SetSnapshot(ctx context.Context, id string, snapshot json.RawMessage) error {
-	has, snap := presence(snapshot)
 	err := s.timed("set_snapshot", func() error {
-		return setSnapshotScript.Run(ctx, s.c, []string{s.metaKey(id)}, s.nowMS(), has, snap).Err()
+		return setSnapshotScript.Run(ctx, s.c, []string{s.metaKey(id)}, s.nowMS(), string(snapshot)).Err()
 	})
 	if err != nil {
 		return fmt.Errorf("runs: set snapshot of %q: %w", id, scriptErr(err))
