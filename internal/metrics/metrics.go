@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 )
 
 // Metrics holds every collector sampled exports. Label values are bounded by
@@ -38,7 +39,7 @@ type Metrics struct {
 	// MCPSampling counts the sampling requests MCP servers send sampled.
 	MCPSampling *prometheus.CounterVec // server, outcome
 
-	AccessRequests *prometheus.CounterVec // key (access.go)
+	AccessRequests *prometheus.CounterVec // key
 	AccessDenied   *prometheus.CounterVec // reason
 	RateLimited    *prometheus.CounterVec // key, limit
 	// LimitUnchecked counts what shared limits let in unchecked.
@@ -46,120 +47,198 @@ type Metrics struct {
 	// SamplingInFlight reads the count CountSamplingInFlight was given.
 	SamplingInFlight prometheus.GaugeFunc
 
+	MCPToolCalls    *prometheus.CounterVec   // tool, sampler, outcome
+	MCPToolDuration *prometheus.HistogramVec // tool, sampler
+
 	samples  sync.Map // sampleKey -> prometheus.Counter
 	inFlight atomic.Pointer[func() int]
-
-	MCPToolCalls    *prometheus.CounterVec   // tool, sampler, outcome (mcpserver.go)
-	MCPToolDuration *prometheus.HistogramVec // tool, sampler
 }
 
 // New creates the collectors and registers them on reg. A nil reg creates
 // unregistered collectors (for tests that do not read them).
 func New(reg prometheus.Registerer) *Metrics {
+	f := promauto.With(reg)
 	m := &Metrics{
-		HTTPRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+		HTTPRequests: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "sampled_http_requests_total",
 			Help: "HTTP requests served, by route pattern, method and status code.",
 		}, []string{"route", "method", "code"}),
-		HTTPDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		HTTPDuration: f.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "sampled_http_request_duration_seconds",
 			Help:    "Time to serve an HTTP request, by route pattern and method (streams excluded).",
 			Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300},
 		}, []string{"route", "method"}),
-		Samples: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Samples: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "sampled_samples_total",
 			Help: "Sampling requests by endpoint, mode, provider, model and outcome.",
 		}, []string{"endpoint", "mode", "provider", "model", "outcome"}),
-		ValidationFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+		ValidationFailures: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "sampled_validation_failures_total",
 			Help: "Model outputs that failed validation, by method and kind.",
 		}, []string{"method", "kind"}),
-		ValidationRetries: prometheus.NewCounterVec(prometheus.CounterOpts{
+		ValidationRetries: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "sampled_validation_retries_total",
 			Help: "Corrective retries sent by the guaranteed helpers.",
 		}, []string{"method"}),
-		ValidationExhausted: prometheus.NewCounterVec(prometheus.CounterOpts{
+		ValidationExhausted: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "sampled_sample_validation_errors_total",
 			Help: "Guaranteed-helper requests that ran out of attempts (answered 422).",
 		}, []string{"method"}),
-		UpstreamRetries: prometheus.NewCounterVec(prometheus.CounterOpts{
+		UpstreamRetries: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "sampled_upstream_retries_total",
 			Help: "Upstream calls retried, by provider and reason.",
 		}, []string{"provider", "reason"}),
-		UpstreamDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		UpstreamDuration: f.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "sampled_upstream_request_duration_seconds",
 			Help:    "Duration of one upstream model call, by provider, model and outcome.",
 			Buckets: []float64{0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92, 163.84, 300},
 		}, []string{"provider", "model", "outcome"}),
-		Tokens: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Tokens: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "sampled_tokens_total",
 			Help: "Tokens used, by provider, model and type (input, output).",
 		}, []string{"provider", "model", "type"}),
-		TokenUsage: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		TokenUsage: f.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "sampled_upstream_token_usage",
 			Help:    "Tokens used by one upstream call, by provider, model and type (input, output).",
 			Buckets: prometheus.ExponentialBuckets(1, 4, 14),
 		}, []string{"provider", "model", "type"}),
-		GatewayOverhead: prometheus.NewHistogram(prometheus.HistogramOpts{
+		GatewayOverhead: f.NewHistogram(prometheus.HistogramOpts{
 			Name:    "sampled_gateway_overhead_seconds",
 			Help:    "Time a sampling request spends in sampled itself, upstream calls excluded.",
 			Buckets: []float64{0.00001, 0.000025, 0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1},
 		}),
-		LoopsTotal: prometheus.NewCounterVec(prometheus.CounterOpts{
+		LoopsTotal: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "sampled_loops_total",
 			Help: "Tool loops finished, by terminal status.",
 		}, []string{"status"}),
-		LoopsActive: prometheus.NewGauge(prometheus.GaugeOpts{
+		LoopsActive: f.NewGauge(prometheus.GaugeOpts{
 			Name: "sampled_loops_active",
 			Help: "Tool loops running now.",
 		}),
-		LoopIterations: prometheus.NewHistogram(prometheus.HistogramOpts{
+		LoopIterations: f.NewHistogram(prometheus.HistogramOpts{
 			Name:    "sampled_loop_iterations",
 			Help:    "Iterations a finished tool loop ran.",
 			Buckets: []float64{1, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 50, 100},
 		}),
-		ToolCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+		ToolCalls: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "sampled_tool_calls_total",
 			Help: "Tool calls made by loops, by exposed tool name (known tools only, else other) and outcome.",
 		}, []string{"tool", "outcome"}),
-		ToolCallDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		ToolCallDuration: f.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "sampled_tool_call_duration_seconds",
 			Help:    "Duration of tool calls, by MCP server.",
 			Buckets: []float64{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60},
 		}, []string{"server"}),
-		SSESubscribers: prometheus.NewGauge(prometheus.GaugeOpts{
+		SSESubscribers: f.NewGauge(prometheus.GaugeOpts{
 			Name: "sampled_sse_subscribers",
 			Help: "Open SSE streams of loop events.",
 		}),
-		SSEEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
+		SSEEvents: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "sampled_sse_events_total",
 			Help: "Loop events published, by event name.",
 		}, []string{"event"}),
-		MCPServerUp: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		MCPServerUp: f.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "sampled_mcp_server_up",
 			Help: "Whether an MCP tool server is connected (1) or not (0).",
 		}, []string{"server"}),
-		MCPSampling: prometheus.NewCounterVec(prometheus.CounterOpts{
+		MCPSampling: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "sampled_mcp_sampling_requests_total",
 			Help: "sampling/createMessage requests from MCP servers, by configured server and outcome (ok, refused, invalid, error, cancelled).",
 		}, []string{"server", "outcome"}),
+		AccessRequests: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "sampled_access_requests_total",
+			Help: "Requests let in, by API key name (anonymous without keys).",
+		}, []string{"key"}),
+		AccessDenied: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "sampled_access_denied_total",
+			Help: "Requests answered 401, by reason: no_key (no bearer token) or bad_key (not a configured key).",
+		}, []string{"reason"}),
+		RateLimited: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "sampled_rate_limited_total",
+			Help: "Requests answered 429, by API key name and the limit reached: requests (per minute), loops (concurrent), in_flight (the global cap on sampling requests).",
+		}, []string{"key", "limit"}),
+		LimitUnchecked: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "sampled_rate_limit_unchecked_total",
+			Help: "Requests (limit=requests) and loops (limit=loops) let in without their API key's limit checked, because Redis, " +
+				"which holds the limits replicas share, did not answer in time: the limits fail open.",
+		}, []string{"limit"}),
+		// Label values are bounded: tool is one of the MCP server's tool
+		// names, sampler is client, service or none.
+		MCPToolCalls: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "sampled_mcp_tool_calls_total",
+			Help: "Calls of the MCP server's tools, by tool, who sampled (client, service, none) and outcome.",
+		}, []string{"tool", "sampler", "outcome"}),
+		MCPToolDuration: f.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "sampled_mcp_tool_call_duration_seconds",
+			Help:    "Duration of the MCP server's tool calls, by tool and who sampled.",
+			Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300},
+		}, []string{"tool", "sampler"}),
 	}
-	m.initAccess(reg)
-	m.initMCPServer()
+	m.SamplingInFlight = f.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "sampled_sampling_in_flight",
+		Help: "Sampling requests being served now (POST /v1/sample*, /v1/messages, POST /mcp), which limits.inFlightSamples caps.",
+	}, func() float64 {
+		if n := m.inFlight.Load(); n != nil {
+			return float64((*n)())
+		}
+		return 0
+	})
 	// Series that alerts watch with increase() exist from the start.
 	for _, method := range []string{"sampleSchema", "sampleTools", "sample"} {
 		m.ValidationRetries.WithLabelValues(method)
 		m.ValidationExhausted.WithLabelValues(method)
 	}
-	if reg != nil {
-		reg.MustRegister(m.HTTPRequests, m.HTTPDuration, m.Samples, m.ValidationFailures,
-			m.ValidationRetries, m.ValidationExhausted, m.UpstreamRetries, m.UpstreamDuration,
-			m.Tokens, m.TokenUsage, m.GatewayOverhead, m.LoopsTotal, m.LoopsActive, m.LoopIterations,
-			m.ToolCalls, m.ToolCallDuration, m.SSESubscribers, m.SSEEvents, m.MCPServerUp, m.MCPSampling,
-			m.MCPToolCalls, m.MCPToolDuration)
+	for _, r := range []string{DeniedNoKey, DeniedBadKey} {
+		m.AccessDenied.WithLabelValues(r)
+	}
+	for _, l := range []string{LimitRequests, LimitLoops} {
+		m.LimitUnchecked.WithLabelValues(l)
 	}
 	return m
 }
+
+// Reasons of AccessDenied.
+const (
+	DeniedNoKey  = "no_key"
+	DeniedBadKey = "bad_key"
+)
+
+// Limits of RateLimited.
+const (
+	LimitRequests = "requests"
+	LimitLoops    = "loops"
+	LimitInFlight = "in_flight"
+)
+
+// AnonymousKey is the key label of requests to a service without API keys.
+const AnonymousKey = "anonymous"
+
+// KeyLabel is the key label of a caller whose API key has this name:
+// the name, or AnonymousKey for "" (no keys configured).
+func KeyLabel(name string) string {
+	if name == "" {
+		return AnonymousKey
+	}
+	return name
+}
+
+// AccessKeys creates the series of each key name (the configured names,
+// or AnonymousKey alone without keys), so that alerts see them from the
+// start. Key label values are these names only.
+func (m *Metrics) AccessKeys(names []string) {
+	for _, k := range names {
+		m.AccessRequests.WithLabelValues(k)
+		for _, l := range []string{LimitRequests, LimitLoops, LimitInFlight} {
+			m.RateLimited.WithLabelValues(k, l)
+		}
+	}
+}
+
+// CountSamplingInFlight makes sampled_sampling_in_flight read n when it is
+// scraped: the count the cap on sampling requests keeps
+// (access.Guard.InFlight), rather than a second count kept beside it on
+// every request.
+func (m *Metrics) CountSamplingInFlight(n func() int) { m.inFlight.Store(&n) }
 
 // sampleKey names a series of Samples; the series are looked up once.
 type sampleKey struct{ endpoint, mode, modelID, outcome string }

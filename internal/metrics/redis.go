@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 )
 
 // Redis holds the collectors of the Redis operations of the run store and
@@ -19,22 +20,19 @@ type Redis struct {
 // NewRedis creates the Redis collectors and registers them on reg (nil:
 // unregistered).
 func NewRedis(reg prometheus.Registerer) *Redis {
-	r := &Redis{
-		Duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+	f := promauto.With(reg)
+	return &Redis{
+		Duration: f.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "sampled_redis_operation_duration_seconds",
 			Help: "Duration of one Redis operation of the run store or the shared limits, by operation; " +
 				"a live loop's xread includes its blocking wait.",
 			Buckets: []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5},
 		}, []string{"op"}),
-		Errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+		Errors: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "sampled_redis_errors_total",
 			Help: "Redis operations of the run store or the shared limits that failed, by operation (answers such as run not found excluded).",
 		}, []string{"op"}),
 	}
-	if reg != nil {
-		reg.MustRegister(r.Duration, r.Errors)
-	}
-	return r
 }
 
 // Observe records one operation; it fits the Redis store's Options.Observe.
