@@ -79,13 +79,15 @@ type Options struct {
 	// Metrics nil records nothing; Logger nil discards.
 	Metrics *metrics.Metrics
 	Logger  *slog.Logger
-	// MaxIterations default 10; Timeout default 300 s; ToolTimeout default
-	// 30 s; Parallel (concurrent tool calls of one iteration) default 4.
+	// MaxIterations default 10; ToolTimeout default 30 s; Parallel
+	// (concurrent tool calls of one iteration) default 4.
 	MaxIterations int
-	Timeout       time.Duration
 	ToolTimeout   time.Duration
 	Parallel      int
 }
+
+// defaultTimeout bounds a loop whose Spec gives no timeout.
+const defaultTimeout = 300 * time.Second
 
 // Origin kinds: who started a run.
 const (
@@ -118,12 +120,9 @@ type Spec struct {
 	Owner string
 	// Caller, if set, is who starts the run: the run belongs to its key
 	// (Owner is its name) and counts against its concurrent loops
-	// (Options.Access) until it ends. At its limit Start returns a
-	// *LimitError.
-	Caller *access.Caller
-	// OnEnd, if set, is called once after the run has recorded its
-	// terminal event; not when Start returns an error.
-	OnEnd            func()
+	// (Options.Access) until it has recorded its terminal event. At its
+	// limit Start returns a *LimitError.
+	Caller           *access.Caller
 	Messages         []sampler.Message
 	SystemPrompt     string
 	ModelSpec        string
@@ -183,9 +182,6 @@ func New(o Options) *Engine {
 	if o.MaxIterations <= 0 {
 		o.MaxIterations = 10
 	}
-	if o.Timeout <= 0 {
-		o.Timeout = 300 * time.Second
-	}
 	if o.ToolTimeout <= 0 {
 		o.ToolTimeout = 30 * time.Second
 	}
@@ -235,6 +231,22 @@ func (e *Engine) Start(ctx context.Context, spec Spec) (string, error) {
 		return "", err
 	}
 	return r.id, nil
+}
+
+// Run starts a loop as Start does and waits for its end: it returns the
+// final snapshot (Status says how it ended). Ending ctx cancels the loop,
+// and Run still returns the cancelled run's snapshot. onIteration, if not
+// nil, is called after each iteration with its number, from the loop's
+// goroutine. An error means the loop did not start (an invalid spec is a
+// *sampler.InvalidError, a closed engine ErrClosed).
+func (e *Engine) Run(ctx context.Context, spec Spec, onIteration func(int)) (*Snapshot, error) {
+	r, done, err := e.start(ctx, spec, onIteration)
+	if err != nil {
+		return nil, err
+	}
+	<-done
+	snap := *r.snap
+	return &snap, nil
 }
 
 // start starts a run as Start does; done is closed once the run has
@@ -292,14 +304,11 @@ func (e *Engine) start(ctx context.Context, spec Spec, onIteration func(int)) (r
 		defer close(finished)
 		defer e.wg.Done()
 		defer release()
-		if spec.OnEnd != nil {
-			defer spec.OnEnd()
-		}
 		defer e.o.Metrics.LoopsActive.Dec()
 		defer stopClosing()
 		defer stopCtx()
 		defer cancel(nil)
-		r.run(lctx, cancel)
+		r.run(lctx)
 	}()
 	return r, finished, nil
 }
@@ -337,7 +346,7 @@ func (e *Engine) check(s *Spec) (limits, error) {
 	if len(s.Messages) == 0 {
 		errs = append(errs, sampler.FieldError{Path: "/messages", Message: "give prompt or messages"})
 	}
-	lim := limits{maxIterations: e.o.MaxIterations, timeout: e.o.Timeout, maxTokens: e.o.Sampler.DefaultMaxTokens()}
+	lim := limits{maxIterations: e.o.MaxIterations, timeout: defaultTimeout, maxTokens: e.o.Sampler.DefaultMaxTokens()}
 	if s.MaxIterations != nil {
 		if lim.maxIterations = *s.MaxIterations; lim.maxIterations < 1 || lim.maxIterations > 100 {
 			errs = append(errs, sampler.FieldError{Path: "/maxIterations", Message: "maxIterations must be between 1 and 100"})

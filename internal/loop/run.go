@@ -101,9 +101,7 @@ func (r *run) emit(name string, data any) {
 		// failed, or, if its run was ended meanwhile (by another replica
 		// that found its lease expired), it is over.
 		r.log.Error("append event", "event", name, "error", err)
-		if r.stop != nil {
-			r.stop(errStore)
-		}
+		r.stop(errStore)
 		return
 	}
 	r.e.o.Metrics.SSEEvents.WithLabelValues(name).Inc()
@@ -127,9 +125,9 @@ func (r *run) finish(data CompletedEvent) {
 	r.e.o.Metrics.SSEEvents.WithLabelValues(EventLoopCompleted).Inc()
 }
 
-// watchCancel cancels ctx with errCancelled once the run is asked to
-// cancel through the store, until ctx ends.
-func (r *run) watchCancel(ctx context.Context, cancel context.CancelCauseFunc) error {
+// watchCancel stops the run with errCancelled once it is asked to cancel
+// through the store, until ctx ends.
+func (r *run) watchCancel(ctx context.Context) error {
 	cancelled, err := r.e.o.Store.Cancelled(ctx, r.id)
 	if err != nil {
 		return err
@@ -137,7 +135,7 @@ func (r *run) watchCancel(ctx context.Context, cancel context.CancelCauseFunc) e
 	go func() {
 		select {
 		case <-cancelled:
-			cancel(errCancelled)
+			r.stop(errCancelled)
 		case <-ctx.Done():
 		}
 	}()
@@ -154,15 +152,15 @@ func (r *run) save() {
 	}
 }
 
-// run runs the loop under parent, which cancel ends.
-func (r *run) run(parent context.Context, cancel context.CancelCauseFunc) {
+// run runs the loop under parent, which r.stop ends.
+func (r *run) run(parent context.Context) {
 	start := time.Now()
 	ctx, stop := context.WithTimeoutCause(parent, r.lim.timeout, context.DeadlineExceeded)
 	defer stop()
 	r.emit(EventLoopStarted, startedEvent{ID: r.id, TraceID: r.snap.TraceID, Origin: r.snap.Origin, Model: r.spec.ModelSpec, Tools: r.snap.Tools,
 		MaxIterations: r.lim.maxIterations, TimeoutMs: r.lim.timeout.Milliseconds()})
 	status, errText := StatusFailed, "the run store failed"
-	if err := r.watchCancel(parent, cancel); err != nil {
+	if err := r.watchCancel(parent); err != nil {
 		// A loop that could not be cancelled does not run.
 		r.log.Error("watch for cancellation", "error", err)
 	} else {
@@ -326,21 +324,14 @@ func (r *run) failure(ctx context.Context, err error) (string, string) {
 // unknown and disallowed tools become error results.
 func (r *run) callTools(ctx context.Context, it int, calls []sampler.ToolCall) []sampler.Content {
 	results := make([]sampler.Content, len(calls))
-	next := make(chan int, len(calls))
-	for i := range calls {
-		next <- i
-	}
-	close(next)
-	// Parallel workers take the calls in order.
+	slots := make(chan struct{}, r.e.o.Parallel)
 	var wg sync.WaitGroup
-	for range min(r.e.o.Parallel, len(calls)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				results[i] = r.callTool(ctx, it, calls[i])
-			}
-		}()
+	for i, c := range calls {
+		slots <- struct{}{} // the calls start in order
+		wg.Go(func() {
+			defer func() { <-slots }()
+			results[i] = r.callTool(ctx, it, c)
+		})
 	}
 	wg.Wait()
 	return results
