@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 )
 
 // Limits of the calculator, so that no input can exhaust the stack or
@@ -92,67 +93,39 @@ func (p *calcParser) enter() error {
 	return nil
 }
 
-func (p *calcParser) expr() (float64, error) {
-	v, err := p.term()
-	if err != nil {
-		return 0, err
-	}
-	for {
-		switch {
-		case p.accept('+'):
-			w, err := p.term()
-			if err != nil {
-				return 0, err
-			}
-			v += w
-		case p.accept('-'):
-			w, err := p.term()
-			if err != nil {
-				return 0, err
-			}
-			v -= w
-		default:
-			return v, nil
+func (p *calcParser) expr() (float64, error) { return p.binary("+-", p.term) }
+
+func (p *calcParser) term() (float64, error) { return p.binary("*/%", p.unary) }
+
+// binary parses operands joined by the left-associative operators ops.
+func (p *calcParser) binary(ops string, operand func() (float64, error)) (float64, error) {
+	v, err := operand()
+	for err == nil && p.pos < len(p.src) && strings.IndexByte(ops, p.src[p.pos]) >= 0 {
+		op := p.src[p.pos]
+		p.accept(op)
+		var w float64
+		if w, err = operand(); err == nil {
+			v, err = apply(op, v, w)
 		}
 	}
+	return v, err
 }
 
-func (p *calcParser) term() (float64, error) {
-	v, err := p.unary()
-	if err != nil {
-		return 0, err
+// apply applies the binary operator op.
+func apply(op byte, v, w float64) (float64, error) {
+	switch {
+	case op == '+':
+		return v + w, nil
+	case op == '-':
+		return v - w, nil
+	case op == '*':
+		return v * w, nil
+	case w == 0:
+		return 0, errDivisionByZero
+	case op == '/':
+		return v / w, nil
 	}
-	for {
-		var op byte
-		switch {
-		case p.accept('*'):
-			op = '*'
-		case p.accept('/'):
-			op = '/'
-		case p.accept('%'):
-			op = '%'
-		default:
-			return v, nil
-		}
-		w, err := p.unary()
-		if err != nil {
-			return 0, err
-		}
-		switch op {
-		case '*':
-			v *= w
-		case '/':
-			if w == 0 {
-				return 0, errDivisionByZero
-			}
-			v /= w
-		case '%':
-			if w == 0 {
-				return 0, errDivisionByZero
-			}
-			v = math.Mod(v, w)
-		}
-	}
+	return math.Mod(v, w), nil
 }
 
 func (p *calcParser) unary() (float64, error) {

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -35,6 +37,9 @@ const (
 	keepAlive = 30 * time.Second
 )
 
+// clientVersion is the version sampled reports to MCP servers.
+const clientVersion = "dev"
+
 // errClosed is the state of every server once the registry is closed.
 var errClosed = errors.New("registry closed")
 
@@ -52,11 +57,10 @@ type Registry struct {
 	// servers is fixed by New; the mutable fields of each are guarded by
 	// mu (client is set by Start, before any goroutine).
 	servers map[string]*server
-	names   []string        // sorted keys of servers
 	life    context.Context // the registry's, ended by Close: it cancels calls in flight
 	cancel  context.CancelFunc
 	wg      sync.WaitGroup
-	record  recorder
+	metrics *metrics.Metrics
 
 	mu      sync.Mutex
 	started bool
@@ -74,11 +78,11 @@ type server struct {
 	logger    *slog.Logger
 	client    *mcp.Client // set by Start
 	dial      dialer
+	version   string        // the protocol version offered
 	keepAlive time.Duration // of HTTP sessions that go-sdk pings
 	refresh   chan struct{} // one pending re-list of tools
 	check     chan struct{} // one pending liveness check
-	idle      interface{ CloseIdleConnections() }
-	required  bool // readiness needs the server connected
+	required  bool          // readiness needs the server connected
 
 	// Guarded by Registry.mu.
 	depths   map[int]int        // calls in flight by sampling depth (> 0)
@@ -104,10 +108,6 @@ func New(o Options) (*Registry, error) {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	version := o.Version
-	if version == "" {
-		version = "dev"
-	}
 	minB, maxB := o.MinBackoff, o.MaxBackoff
 	if minB <= 0 {
 		minB = defaultMinBackoff
@@ -115,12 +115,15 @@ func New(o Options) (*Registry, error) {
 	if maxB <= 0 {
 		maxB = defaultMaxBackoff
 	}
+	if o.Metrics == nil {
+		o.Metrics = metrics.New(nil)
+	}
 	r := &Registry{
 		logger:  logger,
 		backoff: retry.Upstream{BaseDelay: minB, MaxDelay: max(minB, maxB)},
-		impl:    &mcp.Implementation{Name: "sampled", Version: version},
+		impl:    &mcp.Implementation{Name: "sampled", Version: clientVersion},
 		servers: map[string]*server{},
-		record:  recorder{m: o.Metrics},
+		metrics: o.Metrics,
 		changed: make(chan struct{}),
 		index:   map[string]toolRef{},
 	}
@@ -131,12 +134,14 @@ func New(o Options) (*Registry, error) {
 		}
 		s := r.newServer(name, TransportStdio)
 		s.required = cfg.Required
+		if cfg.ProtocolVersion != "" {
+			s.version = cfg.ProtocolVersion
+		}
 		if cfg.Command != "" {
 			s.dial = stdioDialer(cfg, s.logger)
 		} else {
-			hc, t := newHTTPClient(cfg.Headers)
-			s.transport, s.dial, s.idle = TransportHTTP, httpDialer(cfg.URL, cfg.ProtocolVersion, hc), t
-			if cfg.ProtocolVersion < ProtocolVersionMRTR {
+			s.transport, s.dial = TransportHTTP, httpDialer(cfg.URL, cfg.Headers)
+			if s.version < ProtocolVersionMRTR {
 				s.keepAlive = keepAlive // go-sdk pings only below 2026-07-28
 			}
 		}
@@ -146,13 +151,11 @@ func New(o Options) (*Registry, error) {
 		if now == nil {
 			now = time.Now
 		}
-		r.newServer(StdServer, TransportBuiltin).dial = inMemoryDialer(newStdServer(now, version))
+		r.newServer(StdServer, TransportBuiltin).dial = inMemoryDialer(newStdServer(now))
 	}
 	for name := range r.servers {
-		r.names = append(r.names, name)
-		r.record.up(name, false)
+		r.metrics.MCPServerUp.WithLabelValues(name).Set(0)
 	}
-	sort.Strings(r.names)
 	return r, nil
 }
 
@@ -175,11 +178,7 @@ func (r *Registry) Start(ctx context.Context, h SamplingHost) error {
 		return errors.New("tools: the registry is started already")
 	}
 	for _, s := range r.servers {
-		if s.transport == TransportBuiltin {
-			s.client = r.newClient(s, nil) // std asks for no sampling
-		} else {
-			s.client = r.newClient(s, h)
-		}
+		s.client = r.newClient(s, h)
 	}
 	var first *conn // std's
 	if s, ok := r.servers[StdServer]; ok && s.transport == TransportBuiltin {
@@ -203,7 +202,7 @@ func (r *Registry) Start(ctx context.Context, h SamplingHost) error {
 
 // newServer adds the server name to r.
 func (r *Registry) newServer(name, transport string) *server {
-	s := &server{name: name, transport: transport, logger: r.logger.With("mcpServer", name),
+	s := &server{name: name, transport: transport, version: ProtocolVersion, logger: r.logger.With("mcpServer", name),
 		refresh: make(chan struct{}, 1), check: make(chan struct{}, 1), err: "connecting", depths: map[int]int{}}
 	r.servers[name] = s
 	return s
@@ -220,8 +219,8 @@ func signal(ch chan struct{}) {
 // newClient returns the MCP client of one server; its list-changed handler
 // asks the server's supervisor to re-list the tools. With a sampling host
 // it declares sampling with tools ({"sampling":{"tools":{}}}) and answers
-// sampling/createMessage; else it declares no capability (the SDK's
-// default would be roots).
+// sampling/createMessage; else, and for std, it declares no capability
+// (the SDK's default would be roots).
 func (r *Registry) newClient(s *server, h SamplingHost) *mcp.Client {
 	o := &mcp.ClientOptions{
 		Logger:       s.logger,
@@ -231,7 +230,7 @@ func (r *Registry) newClient(s *server, h SamplingHost) *mcp.Client {
 			signal(s.refresh)
 		},
 	}
-	if h != nil {
+	if h != nil && s.transport != TransportBuiltin {
 		//lint:ignore SA1019 sampled is a sampling client on purpose; go-sdk deprecates sampling from 2026-07-28 but keeps it working through the deprecation window
 		o.CreateMessageWithToolsHandler = r.createMessageHandler(s, h)
 	}
@@ -242,11 +241,24 @@ func (r *Registry) newClient(s *server, h SamplingHost) *mcp.Client {
 func (r *Registry) connect(ctx context.Context, s *server) (*conn, []*mcp.Tool, error) {
 	ctx, cancel := context.WithTimeout(ctx, connectTimeout)
 	defer cancel()
-	c, err := s.dial(ctx, s.client)
+	t, release, err := s.dial(ctx)
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect: %w", err)
 	}
-	tools, err := listTools(ctx, c.session)
+	session, err := s.client.Connect(ctx, t, &mcp.ClientSessionOptions{ProtocolVersion: s.version})
+	if err != nil {
+		release()
+		return nil, nil, fmt.Errorf("connect: %w", err)
+	}
+	c := &conn{session: session, release: release}
+	// Versions are dates, which compare as strings.
+	if got := session.InitializeResult().ProtocolVersion; got > s.version {
+		err = fmt.Errorf("the server answered protocol version %s, newer than the %s sampled offered", got, s.version)
+	}
+	var tools []*mcp.Tool
+	if err == nil {
+		tools, err = listTools(ctx, session)
+	}
 	if err != nil {
 		_ = c.close()
 		return nil, nil, err
@@ -271,53 +283,35 @@ func listTools(ctx context.Context, session *mcp.ClientSession) ([]*mcp.Tool, er
 // On return, s's session is closed.
 func (r *Registry) supervise(ctx context.Context, s *server, c *conn) {
 	defer r.wg.Done()
+	defer r.setDown(s, errClosed)
 	attempt := 0
 	for {
+		var err error
 		if c == nil {
 			var tools []*mcp.Tool
-			var err error
-			c, tools, err = r.connect(ctx, s)
-			if err != nil {
-				if ctx.Err() != nil {
-					r.setDown(s, errClosed)
-					return
-				}
-				attempt++
-				r.logger.Warn("mcp server connection failed", "mcpServer", s.name, "attempt", attempt, "error", err)
-				r.setDown(s, err)
-				if !r.wait(ctx, attempt) {
-					r.setDown(s, errClosed)
-					return
-				}
-				continue
+			if c, tools, err = r.connect(ctx, s); err == nil {
+				r.setUp(s, c, tools)
+				r.logger.Info("mcp server connected", "mcpServer", s.name, "tools", len(tools))
 			}
-			r.setUp(s, c, tools)
-			r.logger.Info("mcp server connected", "mcpServer", s.name, "tools", len(tools))
 		}
-		start := time.Now()
-		err := r.serve(ctx, s, c)
-		c = nil
+		if c != nil {
+			start := time.Now()
+			err = r.serve(ctx, s, c)
+			c = nil
+			if time.Since(start) > r.backoff.MaxDelay {
+				attempt = 0 // it was up for a while: not a crash loop
+			}
+		}
 		if ctx.Err() != nil {
-			r.setDown(s, errClosed)
 			return
 		}
-		r.logger.Warn("mcp server disconnected", "mcpServer", s.name, "error", err)
-		r.setDown(s, err)
-		if time.Since(start) > r.backoff.MaxDelay {
-			attempt = 0 // it was up for a while: not a crash loop
-		}
 		attempt++
-		if !r.wait(ctx, attempt) {
-			r.setDown(s, errClosed)
+		r.logger.Warn("mcp server not connected", "mcpServer", s.name, "attempt", attempt, "error", err)
+		r.setDown(s, err)
+		if retry.Sleep(ctx, r.backoff.Delay(attempt, nil)) != nil {
 			return
 		}
 	}
-}
-
-// wait waits out the backoff after attempt failures; it reports false if
-// ctx ended first.
-func (r *Registry) wait(ctx context.Context, attempt int) bool {
-	return retry.Sleep(ctx, r.backoff.Delay(attempt, nil)) == nil
 }
 
 // serve waits for the session of c to end, re-listing tools and checking
@@ -386,7 +380,7 @@ func (r *Registry) setUp(s *server, c *conn, tools []*mcp.Tool) {
 	s.tools = tools
 	s.connects++
 	r.rebuild()
-	r.record.up(s.name, true)
+	r.metrics.MCPServerUp.WithLabelValues(s.name).Set(1)
 	r.broadcast()
 }
 
@@ -408,7 +402,7 @@ func (r *Registry) setDown(s *server, err error) {
 	defer r.mu.Unlock()
 	s.session = nil
 	s.err = err.Error()
-	r.record.up(s.name, false)
+	r.metrics.MCPServerUp.WithLabelValues(s.name).Set(0)
 	r.broadcast()
 }
 
@@ -483,8 +477,8 @@ func (r *Registry) Tools() []Tool {
 func (r *Registry) Status() []ServerStatus {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]ServerStatus, 0, len(r.names))
-	for _, name := range r.names {
+	out := make([]ServerStatus, 0, len(r.servers))
+	for _, name := range slices.Sorted(maps.Keys(r.servers)) {
 		s := r.servers[name]
 		st := ServerStatus{Name: name, Transport: s.transport, Connected: s.session != nil, Tools: len(s.tools), Required: s.required}
 		if s.session == nil {
@@ -567,12 +561,13 @@ func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage) 
 		session = ref.server.session
 	}
 	r.mu.Unlock()
+	label, outcome := "other", outcomeError
+	defer func() { r.metrics.ToolCalls.WithLabelValues(label, outcome).Inc() }()
 	if !ok {
-		r.record.call("other", outcomeError)
 		return nil, fmt.Errorf("%w: %q", ErrUnknownTool, name)
 	}
+	label = name
 	if session == nil {
-		r.record.call(name, outcomeError)
 		return nil, fmt.Errorf("tools: call %s: %w: %s", name, ErrUnavailable, ref.server.name)
 	}
 	if len(args) == 0 {
@@ -585,9 +580,8 @@ func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage) 
 	defer context.AfterFunc(r.life, cancel)()
 	start := time.Now()
 	res, err := session.CallTool(callCtx, &mcp.CallToolParams{Name: ref.original, Arguments: args})
-	r.record.duration(ref.server.name, time.Since(start))
+	r.metrics.ToolCallDuration.WithLabelValues(ref.server.name).Observe(time.Since(start).Seconds())
 	if err != nil {
-		r.record.call(name, outcomeError)
 		switch {
 		case ctx.Err() != nil:
 			return nil, fmt.Errorf("tools: call %s: %w", name, ctx.Err())
@@ -604,39 +598,23 @@ func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage) 
 	}
 	out, err := convertResult(res)
 	if err != nil {
-		r.record.call(name, outcomeError)
 		return nil, fmt.Errorf("tools: call %s: %w", name, err)
 	}
+	outcome = outcomeOK
 	if out.IsError {
-		r.record.call(name, outcomeToolError)
-	} else {
-		r.record.call(name, outcomeOK)
+		outcome = outcomeToolError
 	}
 	return out, nil
 }
 
-// Codes of the SDK's JSON-RPC errors that the transport, not the server,
-// reports: a request the transport could not send, and calls made while
-// either side is closing.
-const (
-	codeRejected      = -32005
-	codeClientClosing = -32003
-	codeServerClosing = -32004
-)
-
 // transportError reports whether a call failed because the way to the
 // server broke (a dead child, a refused connection, a closing session)
-// rather than with an error the server returned.
+// rather than with an error the server returned. The SDK's transport
+// reports -32005 for a request it could not send, and -32003 and -32004
+// for calls made while either side is closing.
 func transportError(err error) bool {
 	var wire *jsonrpc.Error
-	if errors.As(err, &wire) {
-		switch wire.Code {
-		case codeRejected, codeClientClosing, codeServerClosing:
-			return true
-		}
-		return false
-	}
-	return true
+	return !errors.As(err, &wire) || slices.Contains([]int64{-32005, -32003, -32004}, wire.Code)
 }
 
 // convertResult converts the SDK's result.
@@ -674,11 +652,6 @@ func (r *Registry) Close() error {
 
 	r.cancel()
 	r.wg.Wait()
-	for _, s := range r.servers {
-		if s.idle != nil {
-			s.idle.CloseIdleConnections()
-		}
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err := errors.Join(r.errs...); err != nil {
@@ -693,30 +666,3 @@ const (
 	outcomeToolError = "tool_error"
 	outcomeError     = "error"
 )
-
-// recorder records metrics; a nil m records nothing.
-type recorder struct {
-	m *metrics.Metrics
-}
-
-func (rec recorder) call(tool, outcome string) {
-	if rec.m != nil {
-		rec.m.ToolCalls.WithLabelValues(tool, outcome).Inc()
-	}
-}
-
-func (rec recorder) duration(server string, d time.Duration) {
-	if rec.m != nil {
-		rec.m.ToolCallDuration.WithLabelValues(server).Observe(d.Seconds())
-	}
-}
-
-func (rec recorder) up(server string, up bool) {
-	if rec.m != nil {
-		v := 0.0
-		if up {
-			v = 1
-		}
-		rec.m.MCPServerUp.WithLabelValues(server).Set(v)
-	}
-}

@@ -82,127 +82,100 @@ const (
 // newStdServer returns the built-in server with its tools: calculate, now
 // (telling the time of now), json_query and text_stats. Every tool is
 // deterministic (given the clock) and touches nothing outside the process.
-func newStdServer(now func() time.Time, version string) *mcp.Server {
-	srv := mcp.NewServer(&mcp.Implementation{Name: "sampled-std", Title: "sampled built-in tools", Version: version}, nil)
-	srv.AddTool(&mcp.Tool{
-		Name:        "calculate",
-		Description: "Evaluate an arithmetic expression exactly as written (+ - * / % ^, parentheses, unary minus, decimals) and return its value.",
-		InputSchema: json.RawMessage(calculateSchema),
-	}, handleCalculate)
-	srv.AddTool(&mcp.Tool{
-		Name:        "now",
-		Description: "Return the current date and time in an IANA time zone, in RFC 3339 format.",
-		InputSchema: json.RawMessage(nowSchema),
-	}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		return handleNow(now, req)
-	})
-	srv.AddTool(&mcp.Tool{
-		Name:        "json_query",
-		Description: "Return the value at a path (JSON Pointer or dotted) in a JSON document.",
-		InputSchema: json.RawMessage(jsonQuerySchema),
-	}, handleJSONQuery)
-	srv.AddTool(&mcp.Tool{
-		Name:        "text_stats",
-		Description: "Count the characters, words, lines and sentences of a text.",
-		InputSchema: json.RawMessage(textStatsSchema),
-	}, handleTextStats)
+func newStdServer(now func() time.Time) *mcp.Server {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "sampled-std", Title: "sampled built-in tools", Version: clientVersion}, nil)
+	addStdTool(srv, "calculate", "Evaluate an arithmetic expression exactly as written (+ - * / % ^, parentheses, unary minus, decimals) and return its value.",
+		calculateSchema, calculateTool)
+	addStdTool(srv, "now", "Return the current date and time in an IANA time zone, in RFC 3339 format.",
+		nowSchema, func(in struct {
+			Timezone string `json:"timezone"`
+		}) (string, any, error) {
+			return nowTool(now(), in.Timezone)
+		})
+	addStdTool(srv, "json_query", "Return the value at a path (JSON Pointer or dotted) in a JSON document.",
+		jsonQuerySchema, jsonQueryTool)
+	addStdTool(srv, "text_stats", "Count the characters, words, lines and sentences of a text.",
+		textStatsSchema, textStatsTool)
 	return srv
 }
 
+// addStdTool adds a tool whose function f takes the decoded arguments and
+// returns the result's text and structured content. Arguments that do not
+// decode, and an error of f, are a tool-level error: a result the model
+// reads.
+func addStdTool[In any](srv *mcp.Server, name, description, schema string, f func(In) (string, any, error)) {
+	t := &mcp.Tool{Name: name, Description: description, InputSchema: json.RawMessage(schema)}
+	srv.AddTool(t, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		var in In
+		if err := json.Unmarshal(req.Params.Arguments, &in); err != nil {
+			return toolError(fmt.Errorf("invalid arguments: %w", err)), nil
+		}
+		text, structured, err := f(in)
+		if err != nil {
+			return toolError(err), nil
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}, StructuredContent: structured}, nil
+	})
+}
+
 // toolError is a tool-level error: a result the model reads.
-func toolError(format string, args ...any) *mcp.CallToolResult {
-	return &mcp.CallToolResult{
-		IsError: true,
-		Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprintf(format, args...)}},
-	}
+func toolError(err error) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: err.Error()}}}
 }
 
-// toolResult is a successful result with text and structured content.
-func toolResult(text string, structured any) *mcp.CallToolResult {
-	return &mcp.CallToolResult{
-		Content:           []mcp.Content{&mcp.TextContent{Text: text}},
-		StructuredContent: structured,
-	}
-}
-
-// decodeArgs decodes a call's arguments into v; absent arguments leave v
-// unchanged.
-func decodeArgs(raw json.RawMessage, v any) error {
-	if len(bytes.TrimSpace(raw)) == 0 {
-		return nil
-	}
-	if err := json.Unmarshal(raw, v); err != nil {
-		return fmt.Errorf("invalid arguments: %w", err)
-	}
-	return nil
-}
-
-func handleCalculate(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	var in struct {
-		Expression string `json:"expression"`
-	}
-	if err := decodeArgs(req.Params.Arguments, &in); err != nil {
-		return toolError("%v", err), nil
-	}
+func calculateTool(in struct {
+	Expression string `json:"expression"`
+}) (string, any, error) {
 	v, err := calculate(in.Expression)
 	if err != nil {
-		return toolError("cannot calculate %q: %v", in.Expression, err), nil
+		return "", nil, fmt.Errorf("cannot calculate %q: %w", in.Expression, err)
 	}
 	text, _ := json.Marshal(v) // finite, so it marshals
-	return toolResult(string(text), map[string]any{"value": v}), nil
+	return string(text), map[string]any{"value": v}, nil
 }
 
-func handleNow(now func() time.Time, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	var in struct {
-		Timezone string `json:"timezone"`
-	}
-	if err := decodeArgs(req.Params.Arguments, &in); err != nil {
-		return toolError("%v", err), nil
-	}
-	zone := in.Timezone
-	if zone == "" {
-		zone = "UTC"
+// nowTool tells the time t in zone, UTC by default.
+func nowTool(t time.Time, zone string) (string, any, error) {
+	name := zone
+	if name == "" {
+		name = "UTC"
 	}
 	// "Local" would tell the zone of the host, which is neither IANA nor
 	// deterministic.
-	loc, err := time.LoadLocation(zone)
-	if err != nil || zone == "Local" {
-		return toolError("unknown time zone %q: want an IANA name such as Europe/Paris", in.Timezone), nil
+	loc, err := time.LoadLocation(name)
+	if err != nil || name == "Local" {
+		return "", nil, fmt.Errorf("unknown time zone %q: want an IANA name such as Europe/Paris", zone)
 	}
-	t := now().In(loc)
+	t = t.In(loc)
 	s := t.Format(time.RFC3339)
-	return toolResult(s, map[string]any{"time": s, "timezone": zone, "unix": t.Unix()}), nil
+	return s, map[string]any{"time": s, "timezone": name, "unix": t.Unix()}, nil
 }
 
-func handleJSONQuery(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	var in struct {
-		Document json.RawMessage `json:"document"`
-		Path     string          `json:"path"`
-	}
-	if err := decodeArgs(req.Params.Arguments, &in); err != nil {
-		return toolError("%v", err), nil
-	}
+func jsonQueryTool(in struct {
+	Document json.RawMessage `json:"document"`
+	Path     string          `json:"path"`
+}) (string, any, error) {
 	if len(in.Document) == 0 {
-		return toolError("document is required"), nil
+		return "", nil, errors.New("document is required")
 	}
 	doc := in.Document
 	var text string
 	if json.Unmarshal(doc, &text) == nil {
 		// JSON text in a string.
 		if !json.Valid([]byte(text)) {
-			return toolError("document is a string that is not JSON text"), nil
+			return "", nil, errors.New("document is a string that is not JSON text")
 		}
 		doc = json.RawMessage(text)
 	}
 	v, err := queryJSON(doc, in.Path)
 	if err != nil {
-		return toolError("%v", err), nil
+		return "", nil, err
 	}
 	var buf bytes.Buffer
 	if err := json.Compact(&buf, v); err != nil {
-		return toolError("%v", err), nil
+		return "", nil, err
 	}
-	return toolResult(buf.String(), map[string]any{"value": json.RawMessage(buf.Bytes())}), nil
+	return buf.String(), map[string]any{"value": json.RawMessage(buf.Bytes())}, nil
 }
 
 // queryJSON returns the value at path in doc. A path starting with "/" is
@@ -242,7 +215,7 @@ func queryJSON(doc json.RawMessage, path string) (json.RawMessage, error) {
 				return nil, fmt.Errorf("document: %w", err)
 			}
 			i, err := strconv.Atoi(tok)
-			if err != nil || !isIndex(tok) {
+			if err != nil || i < 0 || strconv.Itoa(i) != tok { // digits without a leading zero
 				return nil, fmt.Errorf("no value at %s/%s: %q is not an array index", at, tok, tok)
 			}
 			if i >= len(arr) {
@@ -250,7 +223,10 @@ func queryJSON(doc json.RawMessage, path string) (json.RawMessage, error) {
 			}
 			v = arr[i]
 		default:
-			return nil, fmt.Errorf("no value at %s/%s: %s is not an object or array", at, tok, orRoot(at))
+			if at == "" {
+				return nil, fmt.Errorf("no value at /%s: the document is not an object or array", tok)
+			}
+			return nil, fmt.Errorf("no value at %s/%s: %s is not an object or array", at, tok, at)
 		}
 		at += "/" + tok
 	}
@@ -258,27 +234,6 @@ func queryJSON(doc json.RawMessage, path string) (json.RawMessage, error) {
 		return nil, errors.New("document is not valid JSON")
 	}
 	return v, nil
-}
-
-// isIndex reports whether tok is an array index: digits without a leading
-// zero.
-func isIndex(tok string) bool {
-	if tok == "" || (len(tok) > 1 && tok[0] == '0') {
-		return false
-	}
-	for _, c := range []byte(tok) {
-		if c < '0' || c > '9' {
-			return false
-		}
-	}
-	return true
-}
-
-func orRoot(at string) string {
-	if at == "" {
-		return "the document"
-	}
-	return at
 }
 
 // textStats are the counts of the text_stats tool.
@@ -289,19 +244,14 @@ type textStats struct {
 	Sentences  int `json:"sentences"`
 }
 
-func handleTextStats(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	var in struct {
-		Text *string `json:"text"`
-	}
-	if err := decodeArgs(req.Params.Arguments, &in); err != nil {
-		return toolError("%v", err), nil
-	}
+func textStatsTool(in struct {
+	Text *string `json:"text"`
+}) (string, any, error) {
 	if in.Text == nil {
-		return toolError("text is required"), nil
+		return "", nil, errors.New("text is required")
 	}
 	s := countText(*in.Text)
-	text := fmt.Sprintf("characters: %d, words: %d, lines: %d, sentences: %d", s.Characters, s.Words, s.Lines, s.Sentences)
-	return toolResult(text, s), nil
+	return fmt.Sprintf("characters: %d, words: %d, lines: %d, sentences: %d", s.Characters, s.Words, s.Lines, s.Sentences), s, nil
 }
 
 // countText counts characters (runes), words (runs of non-space), lines

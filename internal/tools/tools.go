@@ -148,9 +148,6 @@ type Options struct {
 	MinBackoff, MaxBackoff time.Duration
 	// Now is the clock of the std "now" tool; nil means time.Now.
 	Now func() time.Time
-	// Version is the client version reported to MCP servers; "" means
-	// "dev".
-	Version string
 }
 
 // maxNameLen is the longest tool name OpenAI and Anthropic accept.
@@ -164,17 +161,12 @@ const maxNameLen = 64
 // stay distinct.
 func ExposedName(server, tool string) string {
 	full := server + "__" + tool
-	var b strings.Builder
-	b.Grow(len(full))
-	for _, r := range full {
-		switch {
-		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '_', r == '-':
-			b.WriteRune(r)
-		default:
-			b.WriteByte('_')
+	name := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-' {
+			return r
 		}
-	}
-	name := b.String()
+		return '_'
+	}, full)
 	if len(name) <= maxNameLen {
 		return name
 	}
