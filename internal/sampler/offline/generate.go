@@ -2,9 +2,12 @@ package offline
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"math"
 	"math/big"
 	"regexp"
 	"regexp/syntax"
@@ -35,6 +38,9 @@ const (
 	textLimit = 1 << 20
 	// maxCount caps the items of an array and the members of an object.
 	maxCount = 10_000
+	// maxMin caps the lower bounds minLength, minItems and minProperties,
+	// so that sums of them cannot overflow.
+	maxMin = 1_000_000
 	// refLimit bounds $ref and allOf chains that do not consume the instance.
 	refLimit = 64
 	// maxRounds bounds how often one answer is generated and validated.
@@ -72,7 +78,7 @@ func generate(ctx context.Context, compiled *sampler.Schema, raw json.RawMessage
 		optional: map[string]bool{}, dropped: map[string]bool{}, regexps: map[string]*regexp.Regexp{}}
 	nodes := []*schema{doc.root}
 	if toolArgs {
-		nodes = append(nodes, &schema{Type: "object"})
+		nodes = append(nodes, &schema{Type: types{"object"}})
 	}
 	var best json.RawMessage
 	fewest := 0
@@ -168,6 +174,13 @@ type groupKey struct {
 	kw   string
 }
 
+// group is an anyOf, oneOf or if keyword: a value satisfies one of its
+// branches.
+type group struct {
+	key      groupKey
+	branches []*schema
+}
+
 // conj is a conjunction of subschemas a value must satisfy. decided holds
 // the anyOf/oneOf/if groups whose branch was already added to nodes.
 type conj struct {
@@ -177,15 +190,12 @@ type conj struct {
 
 // with returns c plus branch, with the group key decided.
 func (c conj) with(branch *schema, key groupKey) conj {
-	nodes := make([]*schema, 0, len(c.nodes)+1)
-	nodes = append(nodes, c.nodes...)
-	nodes = append(nodes, branch)
-	decided := make(map[groupKey]bool, len(c.decided)+1)
-	for k := range c.decided {
-		decided[k] = true
+	decided := maps.Clone(c.decided)
+	if decided == nil {
+		decided = map[groupKey]bool{}
 	}
 	decided[key] = true
-	return conj{nodes: nodes, decided: decided}
+	return conj{nodes: append(slices.Clip(c.nodes), branch), decided: decided}
 }
 
 // state is where a value is being generated.
@@ -203,32 +213,19 @@ func (g *generator) child(st state, seg, hint string, variant int) state {
 	return state{depth: st.depth + 1, path: path, hint: hint, variant: variant + g.tries[path]}
 }
 
-type group struct {
-	key      groupKey
-	branches []*schema
-}
-
-// closedRule is the additionalProperties of one schema: names it declares
-// or matches by pattern are free, others must satisfy addl.
-type closedRule struct {
-	props, patterns members
-	addl            *schema
-}
-
-type patProp struct {
-	pattern string
-	schema  *schema
-}
-
 // view is the flattened constraints of a conjunction: $ref and allOf are
-// merged, anyOf/oneOf/if are left as groups to branch on.
+// merged, anyOf/oneOf/if are left as groups to branch on. Upper bounds
+// are math.MaxInt when absent.
 type view struct {
-	unsat     bool
-	types     int
-	typeOrder []string
-	consts    []json.RawMessage
-	enums     [][]json.RawMessage
-	samples   []json.RawMessage
+	unsat bool
+	// types lists the types allowed, in the order of the first type
+	// keyword; nil allows all, and then implied holds the types keywords
+	// imply.
+	types   types
+	implied map[string]bool
+	consts  []json.RawMessage
+	enums   [][]json.RawMessage
+	samples []json.RawMessage
 
 	lo, hi         *big.Rat
 	loExcl, hiExcl bool
@@ -244,30 +241,21 @@ type view struct {
 	unique             bool
 	contains           []*schema
 
-	propOrder          []string
-	props              map[string][]*schema
-	required           []string
-	requiredSet        map[string]bool
-	closed             []closedRule
-	patProps           []patProp
+	propOrder []string
+	props     map[string][]*schema
+	required  []string
+	// objects holds the schemas with patternProperties or
+	// additionalProperties.
+	objects            []*schema
 	minProps, maxProps int
 	depReq             map[string][]string
-
-	objectKw, arrayKw, stringKw, numberKw bool
 
 	groups []group
 }
 
 func (g *generator) flatten(c conj) *view {
-	v := &view{
-		types:       tAll,
-		maxLen:      -1,
-		maxItems:    -1,
-		maxProps:    -1,
-		props:       map[string][]*schema{},
-		requiredSet: map[string]bool{},
-		depReq:      map[string][]string{},
-	}
+	v := &view{maxLen: math.MaxInt, maxItems: math.MaxInt, maxProps: math.MaxInt,
+		implied: map[string]bool{}, props: map[string][]*schema{}, depReq: map[string][]string{}}
 	for _, n := range c.nodes {
 		g.addNode(v, n, c, 0)
 	}
@@ -289,206 +277,166 @@ func (g *generator) addNode(v *view, s *schema, c conj, refDepth int) {
 		}
 	}
 	if s.Type != nil {
-		types := typeNames(s.Type)
-		v.types &= typeMask(types)
-		if v.typeOrder == nil {
-			v.typeOrder = types
-		}
+		v.types = intersect(v.types, s.Type)
 	}
+	v.implied[s.impliedType()] = true
 	if s.Const != nil {
 		v.consts = append(v.consts, s.Const)
 	}
 	if s.Enum != nil {
 		v.enums = append(v.enums, s.Enum)
 	}
+	// Samples: the first example, the default, the other examples.
 	examples := s.Examples
 	if g.noExamples {
 		examples = nil
 	}
-	if len(examples) > 0 {
-		v.samples = append(v.samples, examples[0])
-	}
+	v.samples = append(v.samples, examples[:min(1, len(examples))]...)
 	if s.Default != nil {
 		v.samples = append(v.samples, s.Default)
 	}
-	if len(examples) > 1 {
-		v.samples = append(v.samples, examples[1:]...)
-	}
-	addNumeric(v, s)
-	addString(v, s)
-	addArray(v, s)
-	addObject(v, s)
-	for _, sub := range s.AllOf {
-		g.addNode(v, sub, c, refDepth+1)
-	}
-	for _, grp := range []group{{groupKey{s, "anyOf"}, s.AnyOf}, {groupKey{s, "oneOf"}, s.OneOf}} {
-		if len(grp.branches) > 0 && !c.decided[grp.key] {
-			v.groups = append(v.groups, grp)
-		}
-	}
-	if key := (groupKey{s, "if"}); s.If != nil && !c.decided[key] {
-		// The second branch cannot say "not if": the validator checks it.
-		then, els := s.Then, s.Else
-		if then == nil {
-			then = &schema{}
-		}
-		if els == nil {
-			els = &schema{}
-		}
-		v.groups = append(v.groups, group{key: key, branches: []*schema{{AllOf: []*schema{s.If, then}}, els}})
-	}
-}
+	v.samples = append(v.samples, examples[min(1, len(examples)):]...)
 
-func addNumeric(v *view, s *schema) {
 	bounds := []struct {
-		n         json.Number
-		set       func(*view, *big.Rat, bool)
-		exclusive bool
-	}{{s.Minimum, setLower, false}, {s.Maximum, setUpper, false}, {s.ExclusiveMinimum, setLower, true}, {s.ExclusiveMaximum, setUpper, true}}
+		n           json.Number
+		lower, excl bool
+	}{{s.Minimum, true, false}, {s.Maximum, false, false}, {s.ExclusiveMinimum, true, true}, {s.ExclusiveMaximum, false, true}}
 	for _, b := range bounds {
-		if m, ok := ratOf(b.n); ok {
-			v.numberKw = true
-			b.set(v, m, b.exclusive)
+		if m, ok := ratOf(b.n); ok && b.lower {
+			v.lo, v.loExcl = tighter(v.lo, v.loExcl, m, b.excl, 1)
+		} else if ok {
+			v.hi, v.hiExcl = tighter(v.hi, v.hiExcl, m, b.excl, -1)
 		}
 	}
 	if m, ok := ratOf(s.MultipleOf); ok && m.Sign() > 0 {
-		v.numberKw = true
 		v.mults = append(v.mults, m)
 	}
-}
 
-func setLower(v *view, m *big.Rat, excl bool) {
-	if v.lo == nil || m.Cmp(v.lo) > 0 {
-		v.lo, v.loExcl = m, excl
-	} else if m.Cmp(v.lo) == 0 {
-		v.loExcl = v.loExcl || excl
-	}
-}
-
-func setUpper(v *view, m *big.Rat, excl bool) {
-	if v.hi == nil || m.Cmp(v.hi) < 0 {
-		v.hi, v.hiExcl = m, excl
-	} else if m.Cmp(v.hi) == 0 {
-		v.hiExcl = v.hiExcl || excl
-	}
-}
-
-// count returns a count keyword (minLength, maxItems, …) capped to keep
-// loops bounded; ok is false when the schema has none.
-func count(n *int) (int, bool) {
-	if n == nil || *n < 0 {
-		return 0, false
-	}
-	return min(*n, 1_000_000), true
-}
-
-// tighterMax combines two upper bounds; cur < 0 means none yet.
-func tighterMax(cur, m int) int {
-	if cur < 0 || m < cur {
-		return m
-	}
-	return cur
-}
-
-func addString(v *view, s *schema) {
-	if m, ok := count(s.MinLength); ok {
-		v.stringKw = true
-		v.minLen = max(v.minLen, m)
-	}
-	if m, ok := count(s.MaxLength); ok {
-		v.stringKw = true
-		v.maxLen = tighterMax(v.maxLen, m)
-	}
+	v.minLen = max(v.minLen, lower(s.MinLength))
+	v.maxLen = min(v.maxLen, upper(s.MaxLength))
 	if s.Pattern != "" {
-		v.stringKw = true
 		v.patterns = append(v.patterns, s.Pattern)
 	}
-	if s.Format != "" && v.format == "" {
-		v.stringKw = true
-		v.format = s.Format
-	}
-}
+	v.format = cmp.Or(v.format, s.Format)
 
-func addArray(v *view, s *schema) {
-	if s.PrefixItems != nil {
-		v.arrayKw = true
-		for i, p := range s.PrefixItems {
-			if i == len(v.prefix) {
-				v.prefix = append(v.prefix, nil)
-			}
-			v.prefix[i] = append(v.prefix[i], p)
+	for i, p := range s.PrefixItems {
+		if i == len(v.prefix) {
+			v.prefix = append(v.prefix, nil)
 		}
+		v.prefix[i] = append(v.prefix[i], p)
 	}
 	if s.Items != nil {
-		v.arrayKw = true
 		v.items = append(v.items, s.Items)
 	}
-	if m, ok := count(s.MinItems); ok {
-		v.arrayKw = true
-		v.minItems = max(v.minItems, m)
-	}
-	if m, ok := count(s.MaxItems); ok {
-		v.arrayKw = true
-		v.maxItems = tighterMax(v.maxItems, m)
-	}
-	if s.UniqueItems {
-		v.arrayKw = true
-		v.unique = true
-	}
+	v.minItems = max(v.minItems, lower(s.MinItems))
+	v.maxItems = min(v.maxItems, upper(s.MaxItems))
+	v.unique = v.unique || s.UniqueItems
 	if s.Contains != nil {
-		v.arrayKw = true
 		v.contains = append(v.contains, s.Contains)
 	}
-}
 
-func addObject(v *view, s *schema) {
-	if s.Properties.byName != nil {
-		v.objectKw = true
-		for _, k := range s.Properties.names {
-			if _, seen := v.props[k]; !seen {
-				v.propOrder = append(v.propOrder, k)
-			}
-			v.props[k] = append(v.props[k], s.Properties.byName[k])
+	for _, k := range s.Properties.names {
+		if _, seen := v.props[k]; !seen {
+			v.propOrder = append(v.propOrder, k)
+		}
+		v.props[k] = append(v.props[k], s.Properties.byName[k])
+	}
+	for _, k := range s.Required {
+		if !slices.Contains(v.required, k) {
+			v.required = append(v.required, k)
 		}
 	}
-	if s.Required != nil {
-		v.objectKw = true
-		for _, name := range s.Required {
-			if !v.requiredSet[name] {
-				v.requiredSet[name] = true
-				v.required = append(v.required, name)
-			}
-		}
+	if s.PatternProperties.byName != nil || s.AdditionalProperties != nil {
+		v.objects = append(v.objects, s)
 	}
-	if s.PatternProperties.byName != nil {
-		v.objectKw = true
-		for _, p := range s.PatternProperties.names {
-			v.patProps = append(v.patProps, patProp{pattern: p, schema: s.PatternProperties.byName[p]})
-		}
-	}
-	if s.AdditionalProperties != nil {
-		v.objectKw = true
-		v.closed = append(v.closed, closedRule{props: s.Properties, patterns: s.PatternProperties, addl: s.AdditionalProperties})
-	}
-	if m, ok := count(s.MinProperties); ok {
-		v.objectKw = true
-		v.minProps = max(v.minProps, m)
-	}
-	if m, ok := count(s.MaxProperties); ok {
-		v.objectKw = true
-		v.maxProps = tighterMax(v.maxProps, m)
-	}
+	v.minProps = max(v.minProps, lower(s.MinProperties))
+	v.maxProps = min(v.maxProps, upper(s.MaxProperties))
 	for k, names := range s.DependentRequired {
-		v.objectKw = true
 		v.depReq[k] = append(v.depReq[k], names...)
 	}
 	for k, dep := range s.Dependencies {
-		v.objectKw = true
 		var names []string
 		if json.Unmarshal(dep, &names) == nil { // else a schema, left to the validator
 			v.depReq[k] = append(v.depReq[k], names...)
 		}
 	}
+
+	for _, sub := range s.AllOf {
+		g.addNode(v, sub, c, refDepth+1)
+	}
+	groups := []group{{groupKey{s, "anyOf"}, s.AnyOf}, {groupKey{s, "oneOf"}, s.OneOf}}
+	if s.If != nil {
+		// The second branch cannot say "not if": the validator checks it.
+		then := &schema{AllOf: []*schema{s.If, cmp.Or(s.Then, &schema{})}}
+		groups = append(groups, group{groupKey{s, "if"}, []*schema{then, cmp.Or(s.Else, &schema{})}})
+	}
+	for _, grp := range groups {
+		if len(grp.branches) > 0 && !c.decided[grp.key] {
+			v.groups = append(v.groups, grp)
+		}
+	}
+}
+
+// lower returns a lower bound such as minLength, 0 when absent.
+func lower(n *int) int {
+	if n == nil {
+		return 0
+	}
+	return min(*n, maxMin)
+}
+
+// upper returns an upper bound such as maxLength, math.MaxInt when absent.
+func upper(n *int) int {
+	if n == nil {
+		return math.MaxInt
+	}
+	return *n
+}
+
+// tighter returns the tighter of the bounds cur (nil: none) and m, and
+// whether it is exclusive; sign is 1 for lower bounds, -1 for upper ones.
+func tighter(cur *big.Rat, curExcl bool, m *big.Rat, excl bool, sign int) (*big.Rat, bool) {
+	if cur == nil || m.Cmp(cur)*sign > 0 {
+		return m, excl
+	}
+	return cur, curExcl || excl && m.Cmp(cur) == 0
+}
+
+// intersect returns the types of have (nil: all) that add allows too, an
+// integer being a number.
+func intersect(have, add types) types {
+	if have == nil {
+		return append(types{}, add...)
+	}
+	out := types{}
+	for _, t := range have {
+		switch {
+		case slices.Contains(add, t):
+			out = append(out, t)
+		case t == "number" && slices.Contains(add, "integer"), t == "integer" && slices.Contains(add, "number"):
+			out = append(out, "integer")
+		}
+	}
+	return out
+}
+
+// chooseType picks the JSON type to generate: the first non-null type the
+// schema lists that the conjunction allows, else one the keywords imply.
+func chooseType(v *view) string {
+	if v.types != nil {
+		for _, t := range v.types {
+			if t != "null" {
+				return t
+			}
+		}
+		return "null"
+	}
+	for _, t := range []string{"object", "array", "string", "number"} {
+		if v.implied[t] {
+			return t
+		}
+	}
+	return "string"
 }
 
 // gen returns a value for c. ok is false when it could not build one that
@@ -504,7 +452,7 @@ func (g *generator) gen(c conj, st state) ([]byte, bool) {
 
 // genView builds the value of the flattened view v of c.
 func (g *generator) genView(v *view, c conj, st state) ([]byte, bool) {
-	if v.unsat || v.types == 0 {
+	if v.unsat || v.types != nil && len(v.types) == 0 {
 		return []byte("null"), false
 	}
 	if len(v.groups) > 0 {
@@ -537,14 +485,15 @@ func (g *generator) genView(v *view, c conj, st state) ([]byte, bool) {
 		return sampler.CompactJSON(v.consts[0]), true
 	}
 	if len(v.enums) > 0 {
+		// Members of the first enum that every other enum lists; values
+		// compare by their compact text: 1 and 1.0 differ here (not for
+		// the validator, which then asks for another value).
 		var cands [][]byte
 		for _, m := range v.enums[0] {
 			m = sampler.CompactJSON(m)
-			inAll := true
-			for _, e := range v.enums[1:] {
-				inAll = inAll && containsJSON(e, m)
-			}
-			if inAll {
+			if !slices.ContainsFunc(v.enums[1:], func(e []json.RawMessage) bool {
+				return !slices.ContainsFunc(e, func(x json.RawMessage) bool { return bytes.Equal(sampler.CompactJSON(x), m) })
+			}) {
 				cands = append(cands, m)
 			}
 		}
@@ -563,9 +512,9 @@ func (g *generator) genView(v *view, c conj, st state) ([]byte, bool) {
 	case "boolean":
 		return strconv.AppendBool(nil, st.variant%2 == 0), true
 	case "integer":
-		return g.genNumber(v, true, st)
+		return genNumber(v, true, st.variant)
 	case "number":
-		return g.genNumber(v, false, st)
+		return genNumber(v, false, st.variant)
 	case "array":
 		return g.genArray(v, st)
 	case "object":
@@ -596,120 +545,6 @@ func (g *generator) leanFirst(c conj, grp group) []*schema {
 	return append(lean, rich...)
 }
 
-// typeBit values form the type masks of views.
-const (
-	tNull = 1 << iota
-	tBool
-	tInt
-	tFrac // numbers that are not integers
-	tString
-	tArray
-	tObject
-	tAll = tNull | tBool | tInt | tFrac | tString | tArray | tObject
-)
-
-// typeBits returns the mask of one type name; unknown names allow nothing.
-func typeBits(name string) int {
-	switch name {
-	case "null":
-		return tNull
-	case "boolean":
-		return tBool
-	case "integer":
-		return tInt
-	case "number":
-		return tInt | tFrac
-	case "string":
-		return tString
-	case "array":
-		return tArray
-	case "object":
-		return tObject
-	}
-	return 0
-}
-
-// typeNames returns the names a type keyword lists.
-func typeNames(t any) []string {
-	if name, ok := t.(string); ok {
-		return []string{name}
-	}
-	list, _ := t.([]any)
-	names := make([]string, 0, len(list))
-	for _, x := range list {
-		if name, ok := x.(string); ok {
-			names = append(names, name)
-		}
-	}
-	return names
-}
-
-// typeMask returns the mask of the type names of a type keyword.
-func typeMask(types []string) int {
-	m := 0
-	for _, t := range types {
-		m |= typeBits(t)
-	}
-	return m
-}
-
-// chooseType picks the JSON type to generate: the first non-null type the
-// schema lists that the conjunction allows, else one inferred from the
-// keywords present.
-func chooseType(v *view) string {
-	name := func(bits int) string {
-		switch {
-		case bits&tObject != 0:
-			return "object"
-		case bits&tArray != 0:
-			return "array"
-		case bits&tString != 0:
-			return "string"
-		case bits&tFrac != 0:
-			return "number"
-		case bits&tInt != 0:
-			return "integer"
-		case bits&tBool != 0:
-			return "boolean"
-		}
-		return "null"
-	}
-	if v.types != tAll {
-		for _, t := range v.typeOrder {
-			if t != "null" && typeBits(t)&v.types != 0 {
-				return name(typeBits(t) & v.types)
-			}
-		}
-		if v.types&^tNull != 0 {
-			return name(v.types &^ tNull)
-		}
-		return "null"
-	}
-	switch {
-	case v.objectKw:
-		return "object"
-	case v.arrayKw:
-		return "array"
-	case v.stringKw:
-		return "string"
-	case v.numberKw:
-		return "number"
-	}
-	return "string"
-}
-
-// containsJSON reports whether list holds the compact JSON value m. Values
-// compare by their compact text: 1 and 1.0 differ here (not for the
-// validator, which then asks for another value).
-func containsJSON(list []json.RawMessage, m []byte) bool {
-	for _, e := range list {
-		if bytes.Equal(sampler.CompactJSON(e), m) {
-			return true
-		}
-	}
-	return false
-}
-
 // jsonString returns s as a JSON string, without the HTML escaping of
 // json.Marshal.
 func jsonString(s string) []byte {
@@ -723,13 +558,10 @@ func jsonString(s string) []byte {
 // genArray builds an array: the prefixItems, one item (or minItems items)
 // of items, unique when uniqueItems asks, the last one matching contains.
 func (g *generator) genArray(v *view, st state) ([]byte, bool) {
-	if v.minItems > maxCount || (v.maxItems >= 0 && v.minItems > v.maxItems) {
+	if v.minItems > min(v.maxItems, maxCount) {
 		return []byte("[]"), false
 	}
-	itemsFalse := false
-	for _, it := range v.items {
-		itemsFalse = itemsFalse || it.never
-	}
+	itemsFalse := slices.ContainsFunc(v.items, func(s *schema) bool { return s.never })
 	n := 0
 	if st.depth < optionalDepth && g.budget > 0 {
 		n = len(v.prefix)
@@ -740,10 +572,7 @@ func (g *generator) genArray(v *view, st state) ([]byte, bool) {
 	if len(v.contains) > 0 && !(itemsFalse && len(v.prefix) == 0) {
 		n = max(n, 1)
 	}
-	n = max(n, v.minItems)
-	if v.maxItems >= 0 {
-		n = min(n, v.maxItems)
-	}
+	n = min(max(n, v.minItems), v.maxItems)
 	if itemsFalse {
 		n = min(n, len(v.prefix))
 	}
@@ -754,8 +583,8 @@ func (g *generator) genArray(v *view, st state) ([]byte, bool) {
 		if i < len(v.prefix) {
 			nodes = v.prefix[i]
 		}
-		if i == n-1 && len(v.contains) > 0 {
-			nodes = append(append([]*schema{}, nodes...), v.contains...)
+		if i == n-1 {
+			nodes = slices.Concat(nodes, v.contains)
 		}
 		// Items vary only when they must differ.
 		variant := st.variant
@@ -786,22 +615,17 @@ func (g *generator) arrayItem(v *view, prev [][]byte, nodes []*schema, st state)
 
 // propNodes returns the schemas a member named k must satisfy.
 func (g *generator) propNodes(v *view, k string) []*schema {
-	nodes := append([]*schema{}, v.props[k]...)
-	for _, pp := range v.patProps {
-		if g.matchPattern(pp.pattern, k) {
-			nodes = append(nodes, pp.schema)
-		}
-	}
-	for _, rule := range v.closed {
-		if _, ok := rule.props.get(k); ok {
-			continue
-		}
+	nodes := slices.Clone(v.props[k])
+	for _, s := range v.objects {
 		matched := false
-		for _, p := range rule.patterns.names {
-			matched = matched || g.matchPattern(p, k)
+		for _, p := range s.PatternProperties.names {
+			if g.matchPattern(p, k) {
+				matched = true
+				nodes = append(nodes, s.PatternProperties.byName[p])
+			}
 		}
-		if !matched {
-			nodes = append(nodes, rule.addl)
+		if _, declared := s.Properties.byName[k]; !declared && !matched && s.AdditionalProperties != nil {
+			nodes = append(nodes, s.AdditionalProperties)
 		}
 	}
 	return nodes
@@ -821,85 +645,59 @@ func (o *object) add(k string, val []byte) {
 	o.has[k] = true
 }
 
-// genObject builds an object with every required property and, above
-// optionalDepth, every declared optional one, in declaration order.
+// genObject builds an object with every required property and those they
+// depend on and, above optionalDepth, every declared optional one with its
+// dependencies, declared properties first, in declaration order.
 func (g *generator) genObject(v *view, st state) ([]byte, bool) {
-	// must holds the required properties and those they depend on.
-	must := map[string]bool{}
-	var mustKeys []string
-	addMust := func(k string) {
-		if !must[k] {
-			must[k] = true
-			mustKeys = append(mustKeys, k)
-		}
-	}
-	for _, k := range v.required {
-		addMust(k)
-	}
-	for i := 0; i < len(mustKeys); i++ { // dependentRequired closure; mustKeys grows
-		for _, d := range v.depReq[mustKeys[i]] {
-			addMust(d)
-		}
-	}
-	include := map[string]bool{}
-	for k := range must {
-		include[k] = true
-	}
-	count := len(mustKeys)
-	if st.depth < optionalDepth && g.budget > 0 {
-		for _, k := range v.propOrder {
-			if include[k] {
-				continue
-			}
-			var extra []string
-			for _, d := range append([]string{k}, v.depReq[k]...) {
-				if !include[d] && !slices.Contains(extra, d) {
-					extra = append(extra, d)
-				}
-			}
-			if v.maxProps >= 0 && count+len(extra) > v.maxProps {
-				continue
-			}
-			for _, d := range extra {
-				include[d] = true
-			}
-			count += len(extra)
-		}
-	}
-	// Declared properties in declaration order, then the rest.
 	var keys []string
-	for _, k := range v.propOrder {
-		if include[k] {
-			keys = append(keys, k)
-		}
-	}
-	for _, k := range mustKeys {
+	add := func(k string) {
 		if !slices.Contains(keys, k) {
 			keys = append(keys, k)
 		}
 	}
+	for _, k := range v.required {
+		add(k)
+	}
+	for i := 0; i < len(keys); i++ { // dependentRequired closure; keys grows
+		for _, d := range v.depReq[keys[i]] {
+			add(d)
+		}
+	}
 	for _, k := range v.propOrder {
-		for _, d := range v.depReq[k] {
-			if include[k] && include[d] && !slices.Contains(keys, d) {
-				keys = append(keys, d)
+		if st.depth >= optionalDepth || g.budget <= 0 || slices.Contains(keys, k) {
+			continue
+		}
+		var extra []string
+		for _, d := range append([]string{k}, v.depReq[k]...) {
+			if !slices.Contains(keys, d) && !slices.Contains(extra, d) {
+				extra = append(extra, d)
 			}
+		}
+		if len(keys)+len(extra) <= v.maxProps {
+			keys = append(keys, extra...)
+		}
+	}
+	rank := func(k string) int {
+		if i := slices.Index(v.propOrder, k); i >= 0 {
+			return i
+		}
+		return len(v.propOrder)
+	}
+	slices.SortStableFunc(keys, func(a, b string) int { return cmp.Compare(rank(a), rank(b)) })
+	needed := map[string]bool{} // members another member requires
+	for _, k := range keys {
+		for _, d := range v.depReq[k] {
+			needed[d] = true
 		}
 	}
 	o := &object{buf: []byte{'{'}, has: map[string]bool{}}
 	ok := true
 	for _, k := range keys {
-		cst := g.child(st, jsonpointer.EscapeToken(k), k, st.variant)
-		optional := !must[k] && !dependedOn(v, keys, k)
-		if optional && g.dropped[cst.path] {
+		if !slices.Contains(v.required, k) && !needed[k] {
+			g.addOptional(v, o, st, k)
 			continue
 		}
-		val, good := g.gen(conj{nodes: g.propNodes(v, k)}, cst)
-		if optional {
-			if !good {
-				continue // leave out an optional property that cannot be built
-			}
-			g.optional[cst.path] = true
-		}
+		val, good := g.gen(conj{nodes: g.propNodes(v, k)}, g.child(st, jsonpointer.EscapeToken(k), k, st.variant))
 		ok = ok && good
 		o.add(k, val)
 	}
@@ -909,43 +707,37 @@ func (g *generator) genObject(v *view, st state) ([]byte, bool) {
 	return append(o.buf, '}'), ok
 }
 
-// dependedOn reports whether some key of keys requires k.
-func dependedOn(v *view, keys []string, k string) bool {
-	for _, key := range keys {
-		if slices.Contains(v.depReq[key], k) {
-			return true
-		}
+// addOptional adds the optional member k to o unless it was dropped or
+// cannot be built.
+func (g *generator) addOptional(v *view, o *object, st state, k string) {
+	cst := g.child(st, jsonpointer.EscapeToken(k), k, st.variant)
+	if g.dropped[cst.path] {
+		return
 	}
-	return false
+	if val, ok := g.gen(conj{nodes: g.propNodes(v, k)}, cst); ok {
+		g.optional[cst.path] = true
+		o.add(k, val)
+	}
 }
 
 // fillProperties adds members until o has minProperties: declared optional
 // properties first, then names matching patternProperties, then extraN.
 func (g *generator) fillProperties(v *view, o *object, st state) bool {
 	try := func(k string) {
-		if o.has[k] || len(o.has) >= v.minProps {
-			return
-		}
-		cst := g.child(st, jsonpointer.EscapeToken(k), k, st.variant)
-		if g.dropped[cst.path] {
-			return
-		}
-		if val, ok := g.gen(conj{nodes: g.propNodes(v, k)}, cst); ok {
-			g.optional[cst.path] = true
-			o.add(k, val)
+		if !o.has[k] && len(o.has) < v.minProps {
+			g.addOptional(v, o, st, k)
 		}
 	}
 	for _, k := range v.propOrder {
 		try(k)
 	}
-	for _, pp := range v.patProps {
-		re, err := syntax.Parse(pp.pattern, syntax.Perl)
-		if err != nil {
-			continue
-		}
-		for choice := 0; choice < v.minProps+4 && len(o.has) < v.minProps; choice++ {
-			if k, ok := patternString(re, 1, choice); ok && g.matchPattern(pp.pattern, k) {
-				try(k)
+	for _, s := range v.objects {
+		for _, p := range s.PatternProperties.names {
+			re, err := syntax.Parse(p, syntax.Perl)
+			for choice := 0; err == nil && choice < min(v.minProps, maxCount)+4 && len(o.has) < v.minProps; choice++ {
+				if k, ok := patternString(re, 1, choice); ok && g.matchPattern(p, k) {
+					try(k)
+				}
 			}
 		}
 	}

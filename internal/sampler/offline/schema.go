@@ -29,7 +29,7 @@ type schema struct {
 	Defs          map[string]*schema `json:"$defs"`
 	Definitions   map[string]*schema `json:"definitions"`
 
-	Type     any               `json:"type"` // a type name or a list of them
+	Type     types             `json:"type"`
 	Const    json.RawMessage   `json:"const"`
 	Enum     []json.RawMessage `json:"enum"`
 	Examples []json.RawMessage `json:"examples"`
@@ -88,6 +88,37 @@ func (s *schema) UnmarshalJSON(b []byte) error {
 	return json.Unmarshal(b, (*plain)(s))
 }
 
+// impliedType returns the type the keywords of s imply ("" for none):
+// object keywords before array, string and number ones.
+func (s *schema) impliedType() string {
+	switch {
+	case s.Properties.byName != nil || s.PatternProperties.byName != nil || s.AdditionalProperties != nil ||
+		s.Required != nil || s.MinProperties != nil || s.MaxProperties != nil ||
+		len(s.DependentRequired) > 0 || len(s.Dependencies) > 0:
+		return "object"
+	case s.PrefixItems != nil || s.Items != nil || s.MinItems != nil || s.MaxItems != nil || s.UniqueItems || s.Contains != nil:
+		return "array"
+	case s.MinLength != nil || s.MaxLength != nil || s.Pattern != "" || s.Format != "":
+		return "string"
+	case s.Minimum != "" || s.Maximum != "" || s.ExclusiveMinimum != "" || s.ExclusiveMaximum != "" || s.MultipleOf != "":
+		return "number"
+	}
+	return ""
+}
+
+// types is the type keyword: the names of the types it allows.
+type types []string
+
+// UnmarshalJSON decodes one type name or a list of them.
+func (t *types) UnmarshalJSON(b []byte) error {
+	var name string
+	if json.Unmarshal(b, &name) == nil {
+		*t = types{name}
+		return nil
+	}
+	return json.Unmarshal(b, (*[]string)(t))
+}
+
 // members is an object of subschemas (properties, patternProperties) with
 // the order in which the schema declares them, which generated objects
 // follow.
@@ -122,56 +153,44 @@ func (m *members) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// get returns the member name; ok is false when the schema has none.
-func (m members) get(name string) (*schema, bool) {
-	s, ok := m.byName[name]
-	return s, ok
-}
-
 // document is a decoded schema document with the indexes $ref needs.
 type document struct {
-	root    *schema
-	byID    map[string]*schema
-	anchors map[string]*schema
-	refs    map[string]*schema // resolved $ref values; nil marks one that does not resolve
+	root *schema
+	// names holds the subschemas by $id (and its last path segment) and by
+	// "#" and an $anchor or $dynamicAnchor; the first one wins.
+	names map[string]*schema
+	refs  map[string]*schema // resolved $ref values; nil marks one that does not resolve
 }
 
-// decodeSchema decodes a JSON Schema document and indexes its $id and
-// $anchor names.
+// decodeSchema decodes a JSON Schema document, which the service has
+// compiled, and indexes its $id and $anchor names.
 func decodeSchema(raw json.RawMessage) (*document, error) {
-	var root *schema
-	if err := json.Unmarshal(raw, &root); err != nil {
+	d := &document{names: map[string]*schema{}, refs: map[string]*schema{}}
+	if err := json.Unmarshal(raw, &d.root); err != nil {
 		return nil, err
 	}
-	if root == nil {
-		return nil, errors.New("schema is null")
-	}
-	d := &document{root: root, byID: map[string]*schema{}, anchors: map[string]*schema{}, refs: map[string]*schema{}}
-	d.index(root, 0)
+	d.index(d.root)
 	return d, nil
 }
 
-// index records the $id, $anchor and $dynamicAnchor of s and of its
-// children.
-func (d *document) index(s *schema, depth int) {
-	if s == nil || depth > 128 {
-		return
-	}
-	if id, _, _ := strings.Cut(s.ID, "#"); id != "" {
-		d.byID[id] = s
-		if i := strings.LastIndexByte(id, '/'); i >= 0 && i < len(id)-1 {
-			if _, dup := d.byID[id[i+1:]]; !dup {
-				d.byID[id[i+1:]] = s
-			}
+// index records the names of s and of its children.
+func (d *document) index(s *schema) {
+	name := func(k string) {
+		if _, dup := d.names[k]; !dup {
+			d.names[k] = s
 		}
 	}
+	if id, _, _ := strings.Cut(s.ID, "#"); id != "" {
+		name(id)
+		name(id[strings.LastIndexByte(id, '/')+1:])
+	}
 	for _, a := range []string{s.Anchor, s.DynamicAnchor} {
-		if _, dup := d.anchors[a]; a != "" && !dup {
-			d.anchors[a] = s
+		if a != "" {
+			name("#" + a)
 		}
 	}
 	s.children(func(_ []string, sub *schema) bool {
-		d.index(sub, depth+1)
+		d.index(sub)
 		return true
 	})
 }
@@ -231,22 +250,15 @@ func (d *document) lookup(ref string) *schema {
 	base, frag, _ := strings.Cut(strings.TrimSpace(ref), "#")
 	cur := d.root
 	if base != "" {
-		s, ok := d.byID[base]
-		if !ok {
-			if i := strings.LastIndexByte(base, '/'); i >= 0 {
-				s, ok = d.byID[base[i+1:]]
-			}
+		if cur = d.names[base]; cur == nil {
+			cur = d.names[base[strings.LastIndexByte(base, '/')+1:]]
 		}
-		if !ok {
-			return nil
-		}
-		cur = s
 	}
-	if frag == "" {
+	if cur == nil || frag == "" {
 		return cur
 	}
 	if !strings.HasPrefix(frag, "/") {
-		return d.anchors[frag]
+		return d.names["#"+frag]
 	}
 	if u, err := url.PathUnescape(frag); err == nil {
 		frag = u
@@ -256,7 +268,7 @@ func (d *document) lookup(ref string) *schema {
 		return nil // a malformed escape such as "~2" names nothing
 	}
 	toks := ptr.Tokens()
-	for len(toks) > 0 {
+	for len(toks) > 0 && cur != nil {
 		var next *schema
 		cur.children(func(at []string, sub *schema) bool {
 			if len(at) <= len(toks) && slices.Equal(at, toks[:len(at)]) {
@@ -265,9 +277,6 @@ func (d *document) lookup(ref string) *schema {
 			}
 			return true
 		})
-		if next == nil {
-			return nil
-		}
 		cur = next
 	}
 	return cur
