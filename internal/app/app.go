@@ -130,7 +130,7 @@ func New(ctx context.Context, o Options) (*App, error) {
 		_ = errors.Join(toolReg.Close(), a.store.Close(), store.close(), closeLimits())
 		return nil, fmt.Errorf("tools: %w", err)
 	}
-	mcpSrv, err := mcpserver.New(mcpserver.Options{Sampling: sopts, Loops: a.engine, Runs: a.store,
+	mcpSrv, err := mcpserver.New(mcpserver.Options{Service: svc, Client: sopts, Loops: a.engine,
 		Access: guard, Mode: mcpserver.Mode(pc.MCPEndpoint.Sampling),
 		AllowedOrigins: pc.MCPEndpoint.AllowedOrigins, Metrics: m, Logger: o.Logger})
 	if err != nil {

@@ -11,7 +11,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sampled/sampled/internal/loop"
-	"github.com/sampled/sampled/internal/runs"
 	"github.com/sampled/sampled/internal/sampler"
 )
 
@@ -81,12 +80,9 @@ func delegatePrompt(in delegateIn) string {
 
 const delegateSystem = systemPrefix + "Accomplish the goal, using the tools where they help, then answer with the result."
 
-// runLoop runs the loop on sampled's engine and follows its events: one
-// progress notification per iteration. Cancelling ctx cancels the loop.
+// runLoop runs the loop on sampled's engine: one progress notification
+// per iteration. Cancelling ctx cancels the loop.
 func (s *Server) runLoop(ctx context.Context, c *call, in delegateIn) (*delegateResult, error) {
-	if s.o.Loops == nil || s.o.Runs == nil {
-		return nil, &toolError{outcome: outcomeRefused, text: "this server runs no tool loops"}
-	}
 	timeout := time.Duration(in.TimeoutMs) * time.Millisecond
 	spec := loop.Spec{
 		Messages:      []sampler.Message{sampler.UserMessage(sampler.TextBlock(delegatePrompt(in)))},
@@ -110,7 +106,9 @@ func (s *Server) runLoop(ctx context.Context, c *call, in delegateIn) (*delegate
 		}
 		spec.Caller = caller
 	}
-	id, err := s.o.Loops.Start(ctx, spec)
+	snap, err := s.o.Loops.Run(ctx, spec, func(it int) {
+		c.step(float64(in.MaxIterations), "iteration %d of at most %d", it, in.MaxIterations)
+	})
 	var limit *loop.LimitError
 	switch {
 	case errors.As(err, &limit):
@@ -119,58 +117,32 @@ func (s *Server) runLoop(ctx context.Context, c *call, in delegateIn) (*delegate
 		return nil, &toolError{outcome: outcomeRefused, text: "the server is shutting down"}
 	case err != nil:
 		return nil, err
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
 	}
-	out := &delegateResult{RunID: id, ToolCalls: []toolCall{}}
-	var after int64
-	for {
-		sub, err := s.o.Runs.Subscribe(ctx, id, after)
-		done := false
-		if err == nil {
-			done, err = s.follow(c, sub, out, in.MaxIterations, &after)
-			sub.Close()
-		}
-		switch {
-		case done:
-			return out, nil
-		case errors.Is(err, runs.ErrSlow):
-			continue // resume after the last event read
-		case err == nil:
-			err = errors.New("the event stream ended before the loop")
-		}
-		return nil, &toolError{outcome: outcomeFailed, text: fmt.Sprintf("the tool failed: follow run %s: %v", id, err)}
-	}
+	return &delegateResult{Success: snap.Status == loop.StatusCompleted, Result: snap.Result, StopReason: snap.Status,
+		Iterations: snap.Iterations, ToolCalls: toolCallsOf(snap.Messages), RunID: snap.ID, Error: snap.Error}, nil
 }
 
-// follow reads a subscription's events into out until the loop's terminal
-// event (done) or the subscription's end (its error).
-func (s *Server) follow(c *call, sub runs.Subscription, out *delegateResult, maxIterations int, after *int64) (bool, error) {
-	for ev := range sub.Events() {
-		*after = ev.ID
-		switch ev.Name {
-		case loop.EventToolCompleted:
-			var e loop.ToolCompletedEvent
-			if json.Unmarshal(ev.Data, &e) == nil {
-				out.ToolCalls = append(out.ToolCalls, toolCall{Iteration: e.Iteration, Name: e.Name, IsError: e.IsError})
+// toolCallsOf lists the tool calls a loop ran, from its transcript: a
+// loop's n-th answer is its iteration n, and the results of its calls
+// follow it.
+func toolCallsOf(transcript []sampler.Message) []toolCall {
+	out, names, it := []toolCall{}, map[string]string{}, 0
+	for _, m := range transcript {
+		if m.Role == sampler.RoleAssistant {
+			it++
+		}
+		for _, b := range m.Content {
+			switch b.Type {
+			case sampler.BlockToolUse:
+				names[b.ID] = b.Name
+			case sampler.BlockToolResult:
+				out = append(out, toolCall{Iteration: it, Name: names[b.ToolUseID], IsError: b.IsError != nil && *b.IsError})
 			}
-		case loop.EventIterationCompleted:
-			var e loop.IterationEvent
-			if json.Unmarshal(ev.Data, &e) == nil {
-				msg := fmt.Sprintf("iteration %d of at most %d: answered", e.Iteration, maxIterations)
-				if len(e.ToolCalls) > 0 {
-					msg = fmt.Sprintf("iteration %d of at most %d: called %v", e.Iteration, maxIterations, e.ToolCalls)
-				}
-				c.progress.step(float64(maxIterations), "%s", msg)
-			}
-		case loop.EventLoopCompleted:
-			var e loop.CompletedEvent
-			if err := json.Unmarshal(ev.Data, &e); err != nil {
-				return false, fmt.Errorf("decode %s: %w", ev.Name, err)
-			}
-			out.Success, out.Result, out.StopReason, out.Iterations, out.Error = e.Success, e.Result, e.Status, e.TotalIterations, e.Error
-			return true, nil
 		}
 	}
-	return false, sub.Err()
+	return out
 }
 
 // delegateToClient asks the client to run the loop: one sampling request
@@ -183,12 +155,12 @@ func (s *Server) delegateToClient(ctx context.Context, c *call, in delegateIn) (
 	if patterns == nil {
 		patterns = []string{}
 	}
-	res, err := s.client.Sample(withClient(tctx, c.req.Session, map[string]any{"allowedToolPatterns": patterns, "maxIterations": in.MaxIterations}),
-		&sampler.Params{Request: sampler.Request{
-			Messages:     []sampler.Message{sampler.UserMessage(sampler.TextBlock(delegatePrompt(in)))},
-			SystemPrompt: delegateSystem,
-			MaxTokens:    s.client.DefaultMaxTokens(),
-		}})
+	c.meta = map[string]any{"allowedToolPatterns": patterns, "maxIterations": in.MaxIterations}
+	res, err := s.client.Sample(tctx, &sampler.Params{Request: sampler.Request{
+		Messages:     []sampler.Message{sampler.UserMessage(sampler.TextBlock(delegatePrompt(in)))},
+		SystemPrompt: delegateSystem,
+		MaxTokens:    s.client.DefaultMaxTokens(),
+	}})
 	switch {
 	case err != nil && ctx.Err() == nil && tctx.Err() != nil:
 		return &delegateResult{StopReason: loop.StatusTimeout, ToolCalls: []toolCall{},

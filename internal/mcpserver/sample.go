@@ -37,9 +37,8 @@ func (s *Server) addSample() {
 		if err != nil {
 			return nil, err
 		}
-		p.OnRetry = c.progress.retry
-		svc, ctx := s.samplerOf(ctx, c)
-		res, err := svc.Sample(ctx, p)
+		p.OnRetry = c.retry
+		res, err := s.samplerOf(c).Sample(ctx, p)
 		if err != nil {
 			return nil, err
 		}

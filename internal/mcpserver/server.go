@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -26,7 +27,6 @@ import (
 	"github.com/sampled/sampled/internal/access"
 	"github.com/sampled/sampled/internal/loop"
 	"github.com/sampled/sampled/internal/metrics"
-	"github.com/sampled/sampled/internal/runs"
 	"github.com/sampled/sampled/internal/sampler"
 )
 
@@ -51,42 +51,35 @@ const (
 	byService = "service"
 )
 
-// Loops starts tool loops (loop.Engine).
+// Loops runs tool loops (loop.Engine).
 type Loops interface {
-	Start(ctx context.Context, spec loop.Spec) (string, error)
+	Run(ctx context.Context, spec loop.Spec, onIteration func(int)) (*loop.Snapshot, error)
 }
 
-// Runs lets agent_delegate follow the events of its loop (runs.Store).
-type Runs interface {
-	Subscribe(ctx context.Context, id string, after int64) (runs.Subscription, error)
-}
-
-// Options configure the server. Zero values mean the documented defaults.
+// Options configure the server.
 type Options struct {
-	// Sampling are the options of sampled's own sampling service, built
-	// once; a second service made from them samples through the client.
-	// Providers and Catalog are required.
-	Sampling sampler.Options
-	// Loops and Runs serve agent_delegate when sampled runs the loop.
+	// Service is sampled's own sampling service, the process's one.
+	Service *sampler.Service
+	// Client are the options of the service that samples through the
+	// session's client; New sets its provider and catalog.
+	Client sampler.Options
+	// Loops serves agent_delegate when sampled runs the loop.
 	Loops Loops
-	Runs  Runs
 	// Access finds the caller of a tools/call request from its
 	// Authorization header: the loops agent_delegate starts belong to it,
 	// as POST /v1/loops's do. Nil starts them without an owner.
 	Access *access.Guard
-	// Mode nil means ModeAuto.
+	// Mode "" means ModeAuto.
 	Mode Mode
 	// AllowedOrigins are the browser origins, besides loopback ones, that
 	// may call /mcp (scheme://host[:port]).
 	AllowedOrigins []string
-	// Metrics nil records nothing; Logger nil discards.
-	Metrics *metrics.Metrics
-	Logger  *slog.Logger
-	// Version is the server's version in the initialize result.
-	Version string
-	// SessionTimeout closes sessions idle that long; 0 means 30 minutes.
-	SessionTimeout time.Duration
+	Metrics        *metrics.Metrics
+	Logger         *slog.Logger
 }
+
+// sessionTimeout closes sessions idle that long.
+const sessionTimeout = 30 * time.Minute
 
 // Server is sampled's MCP server. Its Handler serves /mcp.
 type Server struct {
@@ -95,36 +88,12 @@ type Server struct {
 	handler http.Handler
 	origins map[string]bool
 	log     *slog.Logger
-	metrics *metrics.Metrics
-	service *sampler.Service // sampled's own providers
 	client  *sampler.Service // the session's client (clientProvider)
 }
 
 // New builds the MCP server and its tools.
 func New(o Options) (*Server, error) {
-	if o.Sampling.Schemas == nil {
-		o.Sampling.Schemas = sampler.NewSchemaCache(0)
-	}
-	if o.Mode == "" {
-		o.Mode = ModeAuto
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	if o.Metrics == nil {
-		o.Metrics = metrics.New(nil)
-	}
-	if o.SessionTimeout <= 0 {
-		o.SessionTimeout = 30 * time.Minute
-	}
-	if o.Version == "" {
-		o.Version = "dev"
-	}
-	service, err := sampler.New(o.Sampling)
-	if err != nil {
-		return nil, fmt.Errorf("mcpserver: %w", err)
-	}
-	co := o.Sampling
+	co := o.Client
 	co.Providers = []sampler.Provider{clientProvider{}}
 	co.Catalog = sampler.NewCatalog([]sampler.Model{{Provider: clientName, Name: clientModel}}, "")
 	// The client's answers are not retried as upstream failures: a refusal
@@ -134,12 +103,11 @@ func New(o Options) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("mcpserver: %w", err)
 	}
-	s := &Server{o: o, origins: map[string]bool{}, log: o.Logger.With("component", "mcpserver"), metrics: o.Metrics,
-		service: service, client: client}
+	s := &Server{o: o, origins: map[string]bool{}, log: o.Logger.With("component", "mcpserver"), client: client}
 	for _, origin := range o.AllowedOrigins {
 		s.origins[normalOrigin(origin)] = true
 	}
-	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "sampled", Title: "sampled agent tools", Version: o.Version}, &mcp.ServerOptions{
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "sampled", Title: "sampled agent tools", Version: "dev"}, &mcp.ServerOptions{
 		Logger: s.log,
 		Instructions: "Agent tools backed by LLM sampling. Each tool asks a model once (agent_delegate runs a tool loop); " +
 			"answers with a shape are validated against the tool's output schema and corrected before they are returned.",
@@ -149,7 +117,7 @@ func New(o Options) (*Server, error) {
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
 		Logger:         s.log,
 		EventStore:     mcp.NewMemoryEventStore(nil),
-		SessionTimeout: o.SessionTimeout,
+		SessionTimeout: sessionTimeout,
 	})
 	s.handler = s.checkOrigin(h)
 	return s, nil
@@ -207,12 +175,18 @@ const (
 	outcomeCancelled   = "cancelled"
 )
 
-// call is one tool call in progress, as record reports it.
+// call is one tool call in progress, as record reports it. The context of
+// its handler carries it (callKey).
 type call struct {
-	req      *mcp.CallToolRequest // nil until the tool's handler runs
-	by       string               // byClient, byService or "none"
-	outcome  string
-	progress *progress
+	req     *mcp.CallToolRequest // nil until the tool's handler runs
+	ctx     context.Context      // the handler's
+	by      string               // byClient, byService or "none"
+	outcome string
+	// meta is the _meta of the call's sampling requests to the client
+	// (agent_delegate's hints).
+	meta  map[string]any
+	mu    sync.Mutex // orders the progress notifications
+	steps float64    // progress notifications sent
 }
 
 type callKey struct{}
@@ -234,8 +208,8 @@ func (s *Server) record(next mcp.MethodHandler) mcp.MethodHandler {
 			return res, err
 		}
 		tool := r.Params.Name
-		s.metrics.MCPToolCalls.WithLabelValues(tool, c.by, c.outcome).Inc()
-		s.metrics.MCPToolDuration.WithLabelValues(tool, c.by).Observe(time.Since(start).Seconds())
+		s.o.Metrics.MCPToolCalls.WithLabelValues(tool, c.by, c.outcome).Inc()
+		s.o.Metrics.MCPToolDuration.WithLabelValues(tool, c.by).Observe(time.Since(start).Seconds())
 		s.log.LogAttrs(ctx, slog.LevelInfo, "tool call", slog.String("tool", tool), slog.String("session", r.Session.ID()),
 			slog.String("sampler", c.by), slog.String("outcome", c.outcome), slog.Float64("durationMs", float64(time.Since(start).Microseconds())/1000))
 		return res, err
@@ -248,11 +222,8 @@ func (s *Server) record(next mcp.MethodHandler) mcp.MethodHandler {
 // tools (agent_delegate).
 func add[In, Out any](s *Server, t *mcp.Tool, needsTools bool, run func(ctx context.Context, c *call, in In) (Out, error)) {
 	mcp.AddTool(s.mcp, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
-		c, ok := ctx.Value(callKey{}).(*call)
-		if !ok {
-			c = &call{}
-		}
-		c.req, c.progress = req, newProgress(ctx, req)
+		c := ctx.Value(callKey{}).(*call) // set by record
+		c.req, c.ctx = req, ctx
 		var out Out
 		by, err := s.who(req.Session, needsTools)
 		if err == nil {
@@ -264,19 +235,33 @@ func add[In, Out any](s *Server, t *mcp.Tool, needsTools bool, run func(ctx cont
 	})
 }
 
-// who decides who samples for a call in session ss.
-func (s *Server) who(ss *mcp.ServerSession, needsTools bool) (string, error) {
-	if s.o.Mode == ModeService {
-		return byService, nil
+// step reports one more step of the call done, of total (0: unknown), as
+// notifications/progress; without a progressToken it sends nothing.
+func (c *call) step(total float64, format string, args ...any) {
+	token := c.req.Params.GetProgressToken()
+	if token == nil {
+		return
 	}
-	can, why := clientCanSample(ss, needsTools)
-	switch {
-	case can:
-		return byClient, nil
-	case s.o.Mode == ModeClient:
-		return "", &toolError{outcome: outcomeRefused, text: "this server samples through its client (mcpServer.sampling: client), but " + why}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ctx.Err() != nil {
+		return
 	}
-	return byService, nil
+	c.steps++
+	// A client that reads nothing must not hold up the call.
+	ctx, cancel := context.WithTimeout(c.ctx, 5*time.Second)
+	defer cancel()
+	_ = c.req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: c.steps, Total: total,
+		Message: fmt.Sprintf(format, args...)})
+}
+
+// retry reports a corrective retry (sampler.Params.OnRetry).
+func (c *call) retry(attempt int, errs []sampler.FieldError) {
+	why := ""
+	if len(errs) > 0 {
+		why = " (" + errs[0].Path + ": " + errs[0].Message + ")"
+	}
+	c.step(0, "attempt %d: the answer failed validation%s; asking again with the errors", attempt, why)
 }
 
 // failure says how a call that returned err ended (its outcome label) and

@@ -71,25 +71,25 @@ func nonEmpty(s *jsonschema.Schema) { s.MinLength = jsonschema.Ptr(1) }
 var readOnly = &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: jsonschema.Ptr(false)}
 
 // samplerOf returns the sampling service of a call: sampled's, or the
-// client's with a context that carries the call's session.
-func (s *Server) samplerOf(ctx context.Context, c *call) (*sampler.Service, context.Context) {
+// client's.
+func (s *Server) samplerOf(c *call) *sampler.Service {
 	if c.by == byClient {
-		return s.client, withClient(ctx, c.req.Session, nil)
+		return s.client
 	}
-	return s.service, ctx
+	return s.o.Service
 }
 
 // ask runs one sampling request of a call with the sampler who picked: a
 // user turn, and an answer that validates against schema, or plain text
 // when schema is nil. Corrective retries are reported as progress.
 func (s *Server) ask(ctx context.Context, c *call, system, user string, schema json.RawMessage) (*sampler.Result, error) {
-	svc, ctx := s.samplerOf(ctx, c)
+	svc := s.samplerOf(c)
 	p := &sampler.Params{Request: sampler.Request{
 		Messages:     []sampler.Message{sampler.UserMessage(sampler.TextBlock(user))},
 		SystemPrompt: system,
 		MaxTokens:    svc.DefaultMaxTokens(),
 		Schema:       schema,
-	}, OnRetry: c.progress.retry}
+	}, OnRetry: c.retry}
 	if schema == nil {
 		return svc.Sample(ctx, p)
 	}
@@ -117,12 +117,12 @@ func section(label, text string) string {
 	return "\n\n" + label + ":\n" + text
 }
 
+// bullets renders items one per line, each after a dash.
 func bullets(items []string) string {
-	var b strings.Builder
-	for _, it := range items {
-		b.WriteString("- " + it + "\n")
+	if len(items) == 0 {
+		return ""
 	}
-	return strings.TrimSuffix(b.String(), "\n")
+	return "- " + strings.Join(items, "\n- ")
 }
 
 const systemPrefix = "You are a careful assistant answering one request of a program. "
