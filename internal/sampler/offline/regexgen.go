@@ -85,7 +85,7 @@ func buildPattern(b *strings.Builder, re *syntax.Regexp, rep, choice int) bool {
 
 // classRune picks the choice-th pleasant rune of a character class (ranges
 // as pairs): letters first, then digits, then other printable ASCII, else
-// the first rune of the class.
+// the first printable rune of the class.
 func classRune(ranges []rune, choice int) (rune, bool) {
 	if len(ranges) < 2 {
 		return 0, false
@@ -99,11 +99,9 @@ func classRune(ranges []rune, choice int) (rune, bool) {
 		return false
 	}
 	var picks []rune
-	for _, span := range [][2]rune{{'a', 'z'}, {'A', 'Z'}, {'0', '9'}, {'!', '~'}} {
-		for r := span[0]; r <= span[1]; r++ {
-			if in(r) && !containsRune(picks, r) {
-				picks = append(picks, r)
-			}
+	for _, r := range "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~" {
+		if in(r) {
+			picks = append(picks, r)
 		}
 	}
 	if len(picks) > 0 {
@@ -117,13 +115,4 @@ func classRune(ranges []rune, choice int) (rune, bool) {
 		}
 	}
 	return ranges[0], true
-}
-
-func containsRune(rs []rune, r rune) bool {
-	for _, x := range rs {
-		if x == r {
-			return true
-		}
-	}
-	return false
 }

@@ -1,7 +1,9 @@
 package offline
 
 import (
+	"cmp"
 	"encoding/binary"
+	"fmt"
 	"hash/fnv"
 	"regexp/syntax"
 	"slices"
@@ -15,13 +17,11 @@ import (
 // genString builds a string: a format value, a pattern match or free text
 // derived from the seed, within the length bounds.
 func (g *generator) genString(v *view, st state) (string, bool) {
-	if v.maxLen >= 0 && v.minLen > v.maxLen {
+	if v.minLen > v.maxLen {
 		return "", false
 	}
-	if v.format != "" {
-		if s, ok := formatValue(v.format, g.seed+st.path, st.variant); ok && g.stringFits(v, s) {
-			return s, true
-		}
+	if s, ok := formatValue(v.format, g.seed+st.path, st.variant); ok && g.stringFits(v, s) {
+		return s, true
 	}
 	if len(v.patterns) > 0 {
 		return g.patternValue(v, st)
@@ -32,15 +32,7 @@ func (g *generator) genString(v *view, st state) (string, bool) {
 // stringFits reports whether s has the length and patterns v asks for.
 func (g *generator) stringFits(v *view, s string) bool {
 	n := utf8.RuneCountInString(s)
-	if n < v.minLen || (v.maxLen >= 0 && n > v.maxLen) {
-		return false
-	}
-	for _, p := range v.patterns {
-		if !g.matchPattern(p, s) {
-			return false
-		}
-	}
-	return true
+	return n >= v.minLen && n <= v.maxLen && !slices.ContainsFunc(v.patterns, func(p string) bool { return !g.matchPattern(p, s) })
 }
 
 // patternValue returns the variant-th distinct string that matches every
@@ -48,45 +40,34 @@ func (g *generator) stringFits(v *view, s string) bool {
 // strings built from the first pattern.
 func (g *generator) patternValue(v *view, st state) (string, bool) {
 	var cands []string
-	add := func(s string) bool {
+	// found adds s to cands if it fits and reports whether cands is long
+	// enough.
+	found := func(s string) bool {
 		if g.stringFits(v, s) && !slices.Contains(cands, s) {
 			cands = append(cands, s)
 		}
 		return len(cands) > st.variant
 	}
-	if add(fitLength(g.freeText(st), v.minLen, v.maxLen, 0)) {
+	if found(fitLength(g.freeText(st), v.minLen, v.maxLen, 0)) || slices.ContainsFunc(g.words, found) {
 		return cands[st.variant], true
 	}
-	for _, w := range g.words {
-		if add(w) {
-			return cands[st.variant], true
-		}
-	}
-	re, err := syntax.Parse(v.patterns[0], syntax.Perl)
-	if err == nil {
-		var fallback string
+	if re, err := syntax.Parse(v.patterns[0], syntax.Perl); err == nil {
+		built := ""
 		for choice := 0; choice < st.variant+4; choice++ {
 			for _, rep := range []int{0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32, 64, 128} {
 				s, ok := patternString(re, rep, choice)
 				if !ok {
 					continue
 				}
-				if fallback == "" {
-					fallback = s
-				}
-				if add(s) {
-					return cands[st.variant], true
-				}
+				built = cmp.Or(built, s)
 				// Unanchored patterns match inside longer strings too.
-				if v.minLen > 0 && utf8.RuneCountInString(s) < v.minLen {
-					if add(s + strings.Repeat("x", v.minLen-utf8.RuneCountInString(s))) {
-						return cands[st.variant], true
-					}
+				if found(s) || found(s+strings.Repeat("x", max(0, v.minLen-utf8.RuneCountInString(s)))) {
+					return cands[st.variant], true
 				}
 			}
 		}
-		if len(cands) == 0 && fallback != "" {
-			return fallback, false
+		if len(cands) == 0 && built != "" {
+			return built, false
 		}
 	}
 	if len(cands) == 0 {
@@ -95,49 +76,31 @@ func (g *generator) patternValue(v *view, st state) (string, bool) {
 	return cands[st.variant%len(cands)], true
 }
 
-// fitLength pads or cuts s to [minLen, maxLen] runes (maxLen < 0: no upper
-// bound). Variants above 0 get a numeric suffix so that they differ.
+// fitLength pads or cuts s to [minLen, maxLen] runes. Variants above 0 get
+// a numeric suffix so that they differ.
 func fitLength(s string, minLen, maxLen, variant int) string {
 	suffix := ""
 	if variant > 0 {
 		suffix = " " + strconv.Itoa(variant+1)
 	}
-	r := []rune(s)
-	sl := utf8.RuneCountInString(suffix)
-	if maxLen >= 0 && len(r)+sl > maxLen {
-		if maxLen-sl < 1 && variant > 0 {
+	if r := []rune(s); len(r)+len(suffix) > maxLen {
+		if maxLen-len(suffix) < 1 && variant > 0 {
 			// No room for text and suffix: spell the variant in letters.
-			r = []rune(letters(variant))
-			suffix = ""
+			s, suffix = letters(variant), ""
 		} else {
-			r = []rune(strings.TrimRightFunc(string(r[:max(0, maxLen-sl)]), unicode.IsSpace))
+			s = strings.TrimRightFunc(string(r[:max(0, maxLen-len(suffix))]), unicode.IsSpace)
 		}
 	}
-	out := string(r) + suffix
+	out := s + suffix
 	if n := utf8.RuneCountInString(out); n < minLen {
 		const filler = " lorem ipsum dolor sit amet consectetur adipiscing elit"
-		var b strings.Builder
-		b.WriteString(out)
-		for n < minLen {
-			for _, c := range filler {
-				if n >= minLen {
-					break
-				}
-				if n == 0 && c == ' ' {
-					continue
-				}
-				b.WriteRune(c)
-				n++
-			}
+		pad := strings.Repeat(filler, minLen/len(filler)+1)
+		if out == "" {
+			pad = pad[1:]
 		}
-		out = b.String()
+		out += pad[:minLen-n]
 	}
-	if maxLen >= 0 {
-		if rs := []rune(out); len(rs) > maxLen {
-			out = string(rs[:maxLen])
-		}
-	}
-	return out
+	return clipRunes(out, maxLen)
 }
 
 // letters spells n in base 26 with the letters a to z.
@@ -158,30 +121,20 @@ func letters(n int) string {
 func (g *generator) freeText(st state) string {
 	hint := strings.ToLower(st.hint)
 	has := func(words ...string) bool {
-		for _, w := range words {
-			if strings.Contains(hint, w) {
-				return true
-			}
-		}
-		return false
+		return slices.ContainsFunc(words, func(w string) bool { return strings.Contains(hint, w) })
 	}
+	whole := clipRunes(strings.Join(strings.Fields(g.seed), " "), 200)
 	switch {
 	case has("expression", "formula", "equation", "arithmetic", "math", "calc"):
 		// The arithmetic the user wrote, else the whole text (which a
 		// calculator then refuses).
-		if e := arithmetic(g.seed); e != "" {
-			return e
-		}
-		if g.seed != "" {
-			return clipRunes(strings.Join(strings.Fields(g.seed), " "), 200)
+		if whole != "" {
+			return cmp.Or(arithmetic(g.seed), whole)
 		}
 	case hint == "" || has("summary", "description", "text", "content", "message", "body", "answer",
 		"reason", "explanation", "comment", "note", "detail", "response", "reply", "query",
 		"question", "prompt", "feedback", "analysis", "abstract", "input", "instruction"):
-		if g.seed == "" {
-			return "offline sample text"
-		}
-		return clipRunes(strings.Join(strings.Fields(g.seed), " "), 200)
+		return cmp.Or(whole, "offline sample text")
 	case has("name", "title", "label", "subject", "topic", "headline", "heading", "caption"):
 		if len(g.words) == 0 {
 			return "Example " + st.hint
@@ -192,13 +145,14 @@ func (g *generator) freeText(st state) string {
 			return w
 		}
 	}
-	if len(g.words) == 0 {
-		if st.hint != "" {
-			return "example " + st.hint
-		}
+	if len(g.words) == 0 && st.hint != "" {
+		return "example " + st.hint
+	} else if len(g.words) == 0 {
 		return "example"
 	}
-	return g.words[hashString(st.path)%uint32(len(g.words))]
+	h := fnv.New32a()
+	h.Write([]byte(st.path))
+	return g.words[h.Sum32()%uint32(len(g.words))]
 }
 
 // arithmetic returns the one stretch of s made of digits, decimal points,
@@ -208,29 +162,17 @@ func (g *generator) freeText(st state) string {
 // "2 * (3 + 4)". It returns "" when s holds no such stretch, or several
 // ("add 2 and 3"): which one is meant, or how they combine, is a guess.
 func arithmetic(s string) string {
-	isArith := func(r rune) bool {
-		return r >= '0' && r <= '9' || strings.ContainsRune(".+-*/%^() \t", r)
-	}
 	best := ""
-	for start := 0; start < len(s); {
-		end := start
-		for end < len(s) && isArith(rune(s[end])) {
-			end++
-		}
-		if end == start {
-			start++
-			continue
-		}
-		run := strings.TrimSpace(s[start:end])
-		run = strings.TrimSpace(strings.TrimRight(run, "."))
-		run = trimUnbalanced(run)
+	for _, run := range strings.FieldsFunc(s, func(r rune) bool {
+		return (r < '0' || r > '9') && !strings.ContainsRune(".+-*/%^() \t", r)
+	}) {
+		run = trimUnbalanced(strings.TrimSpace(strings.TrimRight(strings.TrimSpace(run), ".")))
 		if strings.ContainsAny(run, "0123456789") {
 			if best != "" {
 				return ""
 			}
 			best = run
 		}
-		start = end
 	}
 	return best
 }
@@ -261,19 +203,23 @@ func clipRunes(s string, n int) string {
 	return string(r[:n])
 }
 
+// trimPunct trims the runes that are neither letters nor digits off the
+// ends of s.
+func trimPunct(s string) string {
+	return strings.TrimFunc(s, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+}
+
 // contentWords returns the words of s that carry meaning: punctuation
 // trimmed, stop words and words shorter than 3 letters left out. When none
 // is left it returns every word.
 func contentWords(s string) []string {
 	var all, content []string
 	for _, f := range strings.Fields(s) {
-		w := strings.TrimFunc(f, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
-		if w == "" {
-			continue
-		}
-		all = append(all, w)
-		if utf8.RuneCountInString(w) >= 3 && !isStopWord(strings.ToLower(w)) {
-			content = append(content, w)
+		if w := trimPunct(f); w != "" {
+			all = append(all, w)
+			if utf8.RuneCountInString(w) >= 3 && !isStopWord(strings.ToLower(w)) {
+				content = append(content, w)
+			}
 		}
 	}
 	if len(content) == 0 {
@@ -285,31 +231,32 @@ func contentWords(s string) []string {
 // salientWord returns the last capitalised word of s that does not start a
 // sentence (likely a proper name), else its last content word.
 func salientWord(s string) string {
-	fields := strings.Fields(s)
 	sentenceStart := true
 	best := ""
-	for _, f := range fields {
-		w := strings.TrimFunc(f, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
-		if w != "" && !sentenceStart {
-			if r, _ := utf8.DecodeRuneInString(w); unicode.IsUpper(r) {
-				best = w
-			}
+	for _, f := range strings.Fields(s) {
+		if r, _ := utf8.DecodeRuneInString(trimPunct(f)); !sentenceStart && unicode.IsUpper(r) {
+			best = trimPunct(f)
 		}
 		sentenceStart = strings.HasSuffix(f, ".") || strings.HasSuffix(f, "?") || strings.HasSuffix(f, "!")
 	}
-	if best != "" {
-		return best
-	}
-	if cw := contentWords(s); len(cw) > 0 {
+	if cw := contentWords(s); best == "" && len(cw) > 0 {
 		return cw[len(cw)-1]
 	}
-	return ""
+	return best
 }
 
 // formatValue returns a fixed, valid value of a string format; variants
 // give different values. ok is false for formats it does not know.
 func formatValue(format, seed string, variant int) (string, bool) {
 	base := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	n := strconv.Itoa(variant + 1)
+	// numbered is first for variant 0, else other.
+	numbered := func(first, other string) (string, bool) {
+		if variant == 0 {
+			return first, true
+		}
+		return other, true
+	}
 	switch format {
 	case "date-time":
 		return base.AddDate(0, 0, variant).Format(time.RFC3339), true
@@ -318,28 +265,19 @@ func formatValue(format, seed string, variant int) (string, bool) {
 	case "time":
 		return base.Add(12*time.Hour + time.Duration(variant)*time.Minute).Format("15:04:05Z07:00"), true
 	case "duration":
-		return "P" + strconv.Itoa(variant+1) + "D", true
+		return "P" + n + "D", true
 	case "email", "idn-email":
-		if variant == 0 {
-			return "user@example.com", true
-		}
-		return "user" + strconv.Itoa(variant+1) + "@example.com", true
+		return numbered("user@example.com", "user"+n+"@example.com")
 	case "uuid":
 		return uuidOf(seed, variant), true
 	case "uri", "iri":
-		if variant == 0 {
-			return "https://example.com/", true
-		}
-		return "https://example.com/item/" + strconv.Itoa(variant+1), true
+		return numbered("https://example.com/", "https://example.com/item/"+n)
 	case "uri-reference", "iri-reference":
-		return "/example/" + strconv.Itoa(variant+1), true
+		return "/example/" + n, true
 	case "uri-template":
-		return "https://example.com/{id}/" + strconv.Itoa(variant+1), true
+		return "https://example.com/{id}/" + n, true
 	case "hostname", "idn-hostname":
-		if variant == 0 {
-			return "example.com", true
-		}
-		return "host" + strconv.Itoa(variant+1) + ".example.com", true
+		return numbered("example.com", "host"+n+".example.com")
 	case "ipv4":
 		return "192.0.2." + strconv.Itoa(1+variant%254), true
 	case "ipv6":
@@ -349,7 +287,7 @@ func formatValue(format, seed string, variant int) (string, bool) {
 	case "relative-json-pointer":
 		return strconv.Itoa(variant), true
 	case "regex":
-		return "^example" + strconv.Itoa(variant+1) + "$", true
+		return "^example" + n + "$", true
 	}
 	return "", false
 }
@@ -357,32 +295,11 @@ func formatValue(format, seed string, variant int) (string, bool) {
 // uuidOf returns a deterministic UUID in the version 4 layout.
 func uuidOf(seed string, variant int) string {
 	h := fnv.New128a()
-	h.Write([]byte(seed))
-	var vb [8]byte
-	binary.BigEndian.PutUint64(vb[:], uint64(variant))
-	h.Write(vb[:])
+	h.Write(binary.BigEndian.AppendUint64([]byte(seed), uint64(variant)))
 	b := h.Sum(nil)
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
-	const hex = "0123456789abcdef"
-	var out [36]byte
-	j := 0
-	for i, c := range b {
-		if i == 4 || i == 6 || i == 8 || i == 10 {
-			out[j] = '-'
-			j++
-		}
-		out[j], out[j+1] = hex[c>>4], hex[c&0xf]
-		j += 2
-	}
-	return string(out[:])
-}
-
-// hashString is the 32-bit FNV-1a hash of s.
-func hashString(s string) uint32 {
-	h := fnv.New32a()
-	h.Write([]byte(s))
-	return h.Sum32()
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[:4], b[4:6], b[6:8], b[8:10], b[10:])
 }
 
 // isStopWord reports whether the lower-case word w is too common to say
