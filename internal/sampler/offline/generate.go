@@ -70,13 +70,14 @@ var ErrTooLarge = fmt.Errorf("the schema asks for a value larger than the %d byt
 // user's, so strings come from the user's text (seed) instead. The same
 // arguments always give the same bytes.
 func generate(ctx context.Context, compiled *sampler.Schema, raw json.RawMessage, seed string, toolArgs bool) (json.RawMessage, bool, error) {
-	doc, err := decodeSchema(raw)
-	if err != nil {
+	g := &generator{seed: seed, words: contentWords(seed), noExamples: toolArgs, names: map[string]*schema{},
+		refs: map[string]*schema{}, tries: map[string]int{}, optional: map[string]bool{}, dropped: map[string]bool{},
+		regexps: map[string]*regexp.Regexp{}}
+	if err := json.Unmarshal(raw, &g.root); err != nil {
 		return nil, false, fmt.Errorf("offline: schema: %w", err)
 	}
-	g := &generator{doc: doc, seed: seed, words: contentWords(seed), noExamples: toolArgs, tries: map[string]int{},
-		optional: map[string]bool{}, dropped: map[string]bool{}, regexps: map[string]*regexp.Regexp{}}
-	nodes := []*schema{doc.root}
+	g.index(g.root)
+	nodes := []*schema{g.root}
 	if toolArgs {
 		nodes = append(nodes, &schema{Type: types{"object"}})
 	}
@@ -114,7 +115,13 @@ func generate(ctx context.Context, compiled *sampler.Schema, raw json.RawMessage
 
 // generator builds values for the subschemas of one document.
 type generator struct {
-	doc   *document
+	root *schema
+	// names holds the subschemas by $id (and its last path segment) and by
+	// "#" and an $anchor or $dynamicAnchor; the first one wins.
+	names map[string]*schema
+	// refs holds the resolved $ref values; nil marks one that does not
+	// resolve.
+	refs  map[string]*schema
 	seed  string
 	words []string
 	// noExamples leaves the schemas' examples out of the values tried.
@@ -273,7 +280,7 @@ func (g *generator) addNode(v *view, s *schema, c conj, refDepth int) {
 	}
 	for _, ref := range []string{s.Ref, s.DynamicRef} {
 		if ref != "" {
-			g.addNode(v, g.doc.resolve(ref), c, refDepth+1)
+			g.addNode(v, g.resolve(ref), c, refDepth+1)
 		}
 	}
 	if s.Type != nil {

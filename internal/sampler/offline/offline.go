@@ -20,14 +20,15 @@
 package offline
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/sampled/sampled/internal/sampler"
 )
@@ -82,13 +83,7 @@ func (p *Provider) Sample(ctx context.Context, req *sampler.Request) (*sampler.R
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	if req == nil {
-		return nil, errors.New("offline: nil request")
-	}
-	model := req.Model
-	if model == "" {
-		model = ModelDefault
-	}
+	model := cmp.Or(req.Model, ModelDefault)
 	switch model {
 	case ModelDefault, ModelFlaky, ModelBroken:
 	case ModelSlow:
@@ -116,14 +111,11 @@ func (p *Provider) Sample(ctx context.Context, req *sampler.Request) (*sampler.R
 	if err != nil {
 		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
 	return &sampler.Response{
 		Model:      model,
 		Content:    content,
 		StopReason: stop,
-		Usage:      sampler.Usage{InputTokens: requestTokens(req), OutputTokens: contentTokens(content)},
+		Usage:      sampler.Usage{InputTokens: requestTokens(req), OutputTokens: max(blockWords(content), 1)},
 	}, nil
 }
 
@@ -167,10 +159,10 @@ func replyText(req *sampler.Request) string {
 
 // quoteClip cuts s to maxQuote runes, marking the cut with an ellipsis.
 func quoteClip(s string) string {
-	if utf8.RuneCountInString(s) <= maxQuote {
-		return s
+	if c := clipRunes(s, maxQuote); c != s {
+		return c + "…"
 	}
-	return clipRunes(s, maxQuote) + "…"
+	return s
 }
 
 // lastUserIndex returns the index of the last user message, or -1.
@@ -194,28 +186,14 @@ func toolResults(m sampler.Message) []sampler.Content {
 	return out
 }
 
-// seedText is the text of the last user message of msgs that has text: it
-// drives the generated strings and the choice of tool.
-func seedText(msgs []sampler.Message) string {
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if m := msgs[i]; m.Role == sampler.RoleUser {
-			if t := strings.TrimSpace(sampler.TextOf(m.Content)); t != "" {
-				return t
-			}
-		}
-	}
-	return ""
-}
-
-// taskText is the text of the first user message that has text: the task,
-// which stays the same when corrective turns follow. It seeds schema
-// answers.
-func taskText(req *sampler.Request) string {
-	for _, m := range req.Messages {
-		if m.Role == sampler.RoleUser {
-			if t := strings.TrimSpace(sampler.TextOf(m.Content)); t != "" {
-				return t
-			}
+// firstText returns the text of the first user message with text that
+// msgs yields: slices.Backward(m) gives the newest one, which drives tool
+// choice and generated strings; slices.All(m) the task, which stays the
+// same when corrective turns follow and seeds schema answers.
+func firstText(msgs iter.Seq2[int, sampler.Message]) string {
+	for _, m := range msgs {
+		if t := strings.TrimSpace(sampler.TextOf(m.Content)); m.Role == sampler.RoleUser && t != "" {
+			return t
 		}
 	}
 	return ""
@@ -262,7 +240,7 @@ func (p *Provider) schemaAnswer(ctx context.Context, req *sampler.Request, model
 	if err != nil {
 		return nil, "", fmt.Errorf("offline: schema: %w", err)
 	}
-	raw, _, err := generate(ctx, compiled, req.Schema, taskText(req), false)
+	raw, _, err := generate(ctx, compiled, req.Schema, firstText(slices.All(req.Messages)), false)
 	if errors.Is(err, ErrTooLarge) {
 		return nil, "", sampler.Invalid("/schema", "%s", err.Error())
 	}
@@ -311,33 +289,26 @@ func breakJSON(s string) string {
 	return `{"oops": ` + s
 }
 
-// countWords counts whitespace-separated words.
-func countWords(s string) int { return len(strings.Fields(s)) }
-
 // requestTokens roughly counts the words of all text in req, at least 1.
 func requestTokens(req *sampler.Request) int {
-	n := countWords(req.SystemPrompt)
+	n := len(strings.Fields(req.SystemPrompt))
 	for _, m := range req.Messages {
 		n += blockWords(m.Content)
 	}
 	return max(n, 1)
 }
 
-// contentTokens roughly counts the words of an answer, at least 1.
-func contentTokens(content []sampler.Content) int {
-	return max(blockWords(content), 1)
-}
-
+// blockWords roughly counts the words of content.
 func blockWords(content []sampler.Content) int {
 	n := 0
 	for _, c := range content {
 		switch c.Type {
 		case sampler.BlockText:
-			n += countWords(c.Text)
+			n += len(strings.Fields(c.Text))
 		case sampler.BlockToolUse:
-			n += countWords(string(c.Input))
+			n += len(strings.Fields(string(c.Input)))
 		case sampler.BlockToolResult:
-			n += blockWords(c.Content) + countWords(string(c.StructuredContent))
+			n += blockWords(c.Content) + len(strings.Fields(string(c.StructuredContent)))
 		}
 	}
 	return n

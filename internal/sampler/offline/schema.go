@@ -153,31 +153,11 @@ func (m *members) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// document is a decoded schema document with the indexes $ref needs.
-type document struct {
-	root *schema
-	// names holds the subschemas by $id (and its last path segment) and by
-	// "#" and an $anchor or $dynamicAnchor; the first one wins.
-	names map[string]*schema
-	refs  map[string]*schema // resolved $ref values; nil marks one that does not resolve
-}
-
-// decodeSchema decodes a JSON Schema document, which the service has
-// compiled, and indexes its $id and $anchor names.
-func decodeSchema(raw json.RawMessage) (*document, error) {
-	d := &document{names: map[string]*schema{}, refs: map[string]*schema{}}
-	if err := json.Unmarshal(raw, &d.root); err != nil {
-		return nil, err
-	}
-	d.index(d.root)
-	return d, nil
-}
-
-// index records the names of s and of its children.
-func (d *document) index(s *schema) {
+// index records the names of s and of its children in g.names.
+func (g *generator) index(s *schema) {
 	name := func(k string) {
-		if _, dup := d.names[k]; !dup {
-			d.names[k] = s
+		if _, dup := g.names[k]; !dup {
+			g.names[k] = s
 		}
 	}
 	if id, _, _ := strings.Cut(s.ID, "#"); id != "" {
@@ -190,7 +170,7 @@ func (d *document) index(s *schema) {
 		}
 	}
 	s.children(func(_ []string, sub *schema) bool {
-		d.index(sub)
+		g.index(sub)
 		return true
 	})
 }
@@ -234,11 +214,11 @@ func (s *schema) children(yield func(at []string, sub *schema) bool) {
 }
 
 // resolve returns the target of a $ref, or nil: see lookup.
-func (d *document) resolve(ref string) *schema {
-	s, ok := d.refs[ref]
+func (g *generator) resolve(ref string) *schema {
+	s, ok := g.refs[ref]
 	if !ok {
-		s = d.lookup(ref)
-		d.refs[ref] = s
+		s = g.lookup(ref)
+		g.refs[ref] = s
 	}
 	return s
 }
@@ -246,19 +226,19 @@ func (d *document) resolve(ref string) *schema {
 // lookup finds the target of a $ref: a local JSON Pointer, an anchor or a
 // subschema's $id. External references and pointers into keywords the
 // generator does not read do not resolve.
-func (d *document) lookup(ref string) *schema {
+func (g *generator) lookup(ref string) *schema {
 	base, frag, _ := strings.Cut(strings.TrimSpace(ref), "#")
-	cur := d.root
+	cur := g.root
 	if base != "" {
-		if cur = d.names[base]; cur == nil {
-			cur = d.names[base[strings.LastIndexByte(base, '/')+1:]]
+		if cur = g.names[base]; cur == nil {
+			cur = g.names[base[strings.LastIndexByte(base, '/')+1:]]
 		}
 	}
 	if cur == nil || frag == "" {
 		return cur
 	}
 	if !strings.HasPrefix(frag, "/") {
-		return d.names["#"+frag]
+		return g.names["#"+frag]
 	}
 	if u, err := url.PathUnescape(frag); err == nil {
 		frag = u

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -27,9 +28,9 @@ func (p *Provider) toolsAnswer(ctx context.Context, req *sampler.Request, model 
 	if model == ModelFlaky {
 		retry = corrected(req.Messages, brokenAt)
 	}
-	seed := seedText(req.Messages)
+	seed := firstText(slices.Backward(req.Messages))
 	if retry >= 0 {
-		seed = seedText(req.Messages[:retry]) // the correction is not the task
+		seed = firstText(slices.Backward(req.Messages[:retry])) // the correction is not the task
 	}
 	afterResults := false
 	if i := lastUserIndex(req.Messages); i >= 0 {
@@ -39,16 +40,11 @@ func (p *Provider) toolsAnswer(ctx context.Context, req *sampler.Request, model 
 	switch mode := req.ToolChoice.EffectiveMode(); mode {
 	case sampler.ToolChoiceNone:
 	case sampler.ToolChoiceTool:
-		name := req.ToolChoice.Name
-		for i := range req.Tools {
-			if req.Tools[i].Name == name {
-				tool = &req.Tools[i]
-				break
-			}
+		i := slices.IndexFunc(req.Tools, func(t sampler.Tool) bool { return t.Name == req.ToolChoice.Name })
+		if i < 0 {
+			return nil, "", fmt.Errorf("offline: tool %q is not among the request's tools", req.ToolChoice.Name)
 		}
-		if tool == nil {
-			return nil, "", fmt.Errorf("offline: tool %q is not among the request's tools", name)
-		}
+		tool = &req.Tools[i]
 	case sampler.ToolChoiceRequired:
 		tool = bestTool(req.Tools, seed)
 		if tool == nil {
@@ -66,7 +62,7 @@ func (p *Provider) toolsAnswer(ctx context.Context, req *sampler.Request, model 
 		return content, stop, nil
 	}
 	schema := tool.InputSchema
-	if len(bytes.TrimSpace(schema)) == 0 || bytes.Equal(bytes.TrimSpace(schema), []byte("null")) {
+	if s := string(bytes.TrimSpace(schema)); s == "" || s == "null" {
 		schema = []byte(`{"type":"object"}`)
 	}
 	compiled, err := p.schemas.Compile(schema, "/tools")
@@ -110,30 +106,25 @@ func bestTool(tools []sampler.Tool, text string) *sampler.Tool {
 	for _, w := range matchWords(text) {
 		said[w] = true
 	}
-	best, bestScore := -1, 0
+	var best *sampler.Tool
+	bestScore := 0
 	for i, t := range tools {
-		score := 0
-		counted := map[string]bool{}
-		for _, w := range matchWords(t.Name + " " + t.Title) {
-			if said[w] && !counted[w] {
-				counted[w] = true
-				score += 3
-			}
-		}
-		for _, w := range matchWords(t.Description) {
+		score, counted := 0, map[string]bool{}
+		name := matchWords(t.Name + " " + t.Title)
+		for j, w := range append(name, matchWords(t.Description)...) {
 			if said[w] && !counted[w] {
 				counted[w] = true
 				score++
+				if j < len(name) {
+					score += 2 // a name word counts thrice
+				}
 			}
 		}
 		if score > bestScore {
-			best, bestScore = i, score
+			best, bestScore = &tools[i], score
 		}
 	}
-	if best < 0 {
-		return nil
-	}
-	return &tools[best]
+	return best
 }
 
 // matchWords splits s into lower-case words for matching: on anything but
