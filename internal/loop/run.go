@@ -14,8 +14,7 @@ import (
 	"github.com/sampled/sampled/internal/tools"
 )
 
-// Event payloads of the catalogue; ToolCompleted, Iteration and
-// Completed are read by agent_delegate too.
+// Event payloads of the catalogue.
 type (
 	startedEvent struct {
 		ID            string   `json:"id"`
@@ -41,8 +40,7 @@ type (
 		Name      string          `json:"name"`
 		Arguments json.RawMessage `json:"arguments"`
 	}
-	// ToolCompletedEvent is the data of EventToolCompleted.
-	ToolCompletedEvent struct {
+	toolCompletedEvent struct {
 		Iteration         int               `json:"iteration"`
 		CallID            string            `json:"callId"`
 		Name              string            `json:"name"`
@@ -51,15 +49,13 @@ type (
 		StructuredContent json.RawMessage   `json:"structuredContent,omitempty"`
 		DurationMs        int64             `json:"durationMs"`
 	}
-	// IterationEvent is the data of EventIterationCompleted.
-	IterationEvent struct {
+	iterationEvent struct {
 		TraceID    string   `json:"traceId"`
 		Iteration  int      `json:"iteration"`
 		ToolCalls  []string `json:"toolCalls"`
 		DurationMs int64    `json:"durationMs"`
 	}
-	// CompletedEvent is the data of EventLoopCompleted.
-	CompletedEvent struct {
+	completedEvent struct {
 		TraceID         string        `json:"traceId"`
 		Status          string        `json:"status"`
 		TotalIterations int           `json:"totalIterations"`
@@ -105,24 +101,6 @@ func (r *run) emit(name string, data any) {
 		return
 	}
 	r.e.o.Metrics.SSEEvents.WithLabelValues(name).Inc()
-}
-
-// finish records the terminal event and the final snapshot in one step:
-// whoever reads the event reads the final status, and from then on the run
-// can no longer be cancelled.
-func (r *run) finish(data CompletedEvent) {
-	b, err := json.Marshal(data)
-	if err == nil {
-		var snap []byte
-		if snap, err = json.Marshal(r.snap); err == nil {
-			_, err = r.e.o.Store.Finish(context.Background(), r.id, EventLoopCompleted, b, snap)
-		}
-	}
-	if err != nil {
-		r.log.Error("finish run", "error", err)
-		return
-	}
-	r.e.o.Metrics.SSEEvents.WithLabelValues(EventLoopCompleted).Inc()
 }
 
 // watchCancel stops the run with errCancelled once it is asked to cancel
@@ -256,7 +234,7 @@ func (r *run) answered(it int, res *sampler.Result, start time.Time) []sampler.T
 // endIteration records the end of iteration it, begun at start, whose
 // answer called calls.
 func (r *run) endIteration(it int, calls []sampler.ToolCall, start time.Time) {
-	r.emit(EventIterationCompleted, IterationEvent{TraceID: r.snap.TraceID, Iteration: it, ToolCalls: names(calls),
+	r.emit(EventIterationCompleted, iterationEvent{TraceID: r.snap.TraceID, Iteration: it, ToolCalls: names(calls),
 		DurationMs: time.Since(start).Milliseconds()})
 	if r.onIteration != nil {
 		r.onIteration(it)
@@ -271,9 +249,21 @@ func (r *run) end(start time.Time, status, errText string) {
 	r.e.o.Metrics.LoopsTotal.WithLabelValues(status).Inc()
 	r.e.o.Metrics.LoopIterations.Observe(float64(r.snap.Iterations))
 	r.log.Info("loop finished", "status", status, "iterations", r.snap.Iterations, "duration", time.Since(start))
-	r.finish(CompletedEvent{TraceID: r.snap.TraceID, Status: status, TotalIterations: r.snap.Iterations,
+	// The terminal event and the final snapshot are recorded in one step:
+	// whoever reads the event reads the final status, and from then on the
+	// run can no longer be cancelled.
+	data, _ := json.Marshal(completedEvent{TraceID: r.snap.TraceID, Status: status, TotalIterations: r.snap.Iterations,
 		Success: status == StatusCompleted, DurationMs: time.Since(start).Milliseconds(), Result: r.snap.Result,
-		Error: errText, Usage: r.snap.Usage})
+		Error: errText, Usage: r.snap.Usage}) // strings and numbers
+	snap, err := json.Marshal(r.snap)
+	if err == nil {
+		_, err = r.e.o.Store.Finish(context.Background(), r.id, EventLoopCompleted, data, snap)
+	}
+	if err != nil {
+		r.log.Error("finish run", "error", err)
+		return
+	}
+	r.e.o.Metrics.SSEEvents.WithLabelValues(EventLoopCompleted).Inc()
 }
 
 // Abandoned returns the terminal event and final snapshot of a run that
@@ -291,7 +281,7 @@ func Abandoned(id string, snapshot json.RawMessage, reason string) (name string,
 	if !snap.CreatedAt.IsZero() {
 		took = now.Sub(snap.CreatedAt).Milliseconds()
 	}
-	data, _ = json.Marshal(CompletedEvent{TraceID: snap.TraceID, Status: StatusFailed, TotalIterations: snap.Iterations,
+	data, _ = json.Marshal(completedEvent{TraceID: snap.TraceID, Status: StatusFailed, TotalIterations: snap.Iterations,
 		DurationMs: took, Result: snap.Result, Error: reason, Usage: snap.Usage})
 	final, _ = json.Marshal(snap)
 	return EventLoopCompleted, data, final
@@ -347,7 +337,7 @@ func (r *run) callTool(ctx context.Context, it int, c sampler.ToolCall) sampler.
 	if res.Content == nil {
 		res.Content = []sampler.Content{}
 	}
-	r.emit(EventToolCompleted, ToolCompletedEvent{Iteration: it, CallID: c.ID, Name: c.Name, IsError: res.IsError,
+	r.emit(EventToolCompleted, toolCompletedEvent{Iteration: it, CallID: c.ID, Name: c.Name, IsError: res.IsError,
 		Content: res.Content, StructuredContent: res.StructuredContent, DurationMs: time.Since(start).Milliseconds()})
 	isErr := res.IsError
 	return sampler.Content{Type: sampler.BlockToolResult, ToolUseID: c.ID, Content: res.Content,
