@@ -52,17 +52,14 @@ type App struct {
 	store  runs.Store
 	mcp    *mcpserver.Server
 	tools  *tools.Registry
-	// closeStore releases what the store used (a Redis client) after it
-	// closed.
-	closeStore func() error
-	// closeLimits releases what the API keys' shared limits used, after
-	// the loops were drained.
-	closeLimits func() error
+	// release frees, in order, what New opened: MCP connections, the run
+	// store and Redis clients; Close calls them after the loops drained.
+	release []func() error
 }
 
 // New reads the configuration and builds the service. ctx bounds the MCP
 // connections made at start-up.
-func New(ctx context.Context, o Options) (*App, error) {
+func New(ctx context.Context, o Options) (_ *App, err error) {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -74,7 +71,6 @@ func New(ctx context.Context, o Options) (*App, error) {
 	m := metrics.New(reg)
 	pc := o.Config
 	if pc == nil {
-		var err error
 		if pc, err = config.Load(func(string) string { return "" }, nil); err != nil {
 			return nil, err
 		}
@@ -99,13 +95,19 @@ func New(ctx context.Context, o Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	a := &App{Catalog: cat}
+	defer func() { // undo what was opened
+		if err != nil {
+			_ = a.free()
+		}
+	}()
 	// The registry connects once the host that answers its servers'
 	// sampling requests exists: the host runs loops on the engine, which
 	// calls the registry's tools.
-	toolReg, err := tools.New(tools.Options{Servers: toolServers(pc.MCPServers), Metrics: m, Logger: o.Logger})
-	if err != nil {
+	if a.tools, err = tools.New(tools.Options{Servers: toolServers(pc.MCPServers), Metrics: m, Logger: o.Logger}); err != nil {
 		return nil, fmt.Errorf("tools: %w", err)
 	}
+	a.release = append(a.release, a.tools.Close)
 	// One set of Redis collectors, for the run store's and the limits'
 	// operations; registered only when Redis is configured.
 	var redisMetrics *metrics.Redis
@@ -114,30 +116,26 @@ func New(ctx context.Context, o Options) (*App, error) {
 	}
 	guard, closeLimits, err := newGuard(pc, m, redisMetrics, o.Logger)
 	if err != nil {
-		_ = toolReg.Close()
 		return nil, err
 	}
+	a.release = append(a.release, closeLimits)
 	store, err := openStore(ctx, o.Runs, pc.Redis, redisMetrics, o.Logger)
 	if err != nil {
-		_ = errors.Join(toolReg.Close(), closeLimits())
 		return nil, err
 	}
-	a := &App{Catalog: cat, tools: toolReg, store: store.Store, closeStore: store.close, closeLimits: closeLimits}
-	a.engine = loop.New(loop.Options{Sampler: svc, Tools: toolReg, Store: a.store, Access: guard, Metrics: m, Logger: o.Logger})
-	samplingHost := host.New(host.Options{Sampler: svc, Catalog: cat, Loops: a.engine, Tools: toolReg,
+	a.store = store.Store
+	a.release = append(a.release, store.Close, store.close)
+	a.engine = loop.New(loop.Options{Sampler: svc, Tools: a.tools, Store: a.store, Access: guard, Metrics: m, Logger: o.Logger})
+	samplingHost := host.New(host.Options{Sampler: svc, Catalog: cat, Loops: a.engine, Tools: a.tools,
 		Servers: samplingPolicies(pc.MCPServers), Metrics: m, Logger: o.Logger})
-	if err := toolReg.Start(ctx, samplingHost); err != nil {
-		_ = errors.Join(toolReg.Close(), a.store.Close(), store.close(), closeLimits())
+	if err = a.tools.Start(ctx, samplingHost); err != nil {
 		return nil, fmt.Errorf("tools: %w", err)
 	}
-	mcpSrv, err := mcpserver.New(mcpserver.Options{Service: svc, Client: sopts, Loops: a.engine,
+	if a.mcp, err = mcpserver.New(mcpserver.Options{Service: svc, Client: sopts, Loops: a.engine,
 		Access: guard, Mode: mcpserver.Mode(pc.MCPEndpoint.Sampling),
-		AllowedOrigins: pc.MCPEndpoint.AllowedOrigins, Metrics: m, Logger: o.Logger})
-	if err != nil {
-		_ = errors.Join(toolReg.Close(), closeLimits())
+		AllowedOrigins: pc.MCPEndpoint.AllowedOrigins, Metrics: m, Logger: o.Logger}); err != nil {
 		return nil, fmt.Errorf("mcp server: %w", err)
 	}
-	a.mcp = mcpSrv
 	a.Handler = handlers.New(handlers.Config{
 		Sampler:      svc,
 		Metrics:      m,
@@ -146,16 +144,16 @@ func New(ctx context.Context, o Options) (*App, error) {
 		MaxBodyBytes: pc.Server.MaxBodyBytes,
 		Loops:        a.engine,
 		Runs:         a.store,
-		Tools:        toolReg,
+		Tools:        a.tools,
 		Ready: func(ctx context.Context) error {
 			if err := store.ready(ctx); err != nil {
 				return err
 			}
-			return toolReg.Ready()
+			return a.tools.Ready()
 		},
 		Access:         guard,
 		MetricsNeedKey: pc.MetricsNeedKey,
-		MCP:            mcpSrv.Handler(),
+		MCP:            a.mcp.Handler(),
 	})
 	return a, nil
 }
@@ -216,5 +214,14 @@ func (a *App) Drain() {
 // backend.
 func (a *App) Close() error {
 	a.Drain()
-	return errors.Join(a.tools.Close(), a.closeStore(), a.closeLimits())
+	return a.free()
+}
+
+// free calls what release holds.
+func (a *App) free() error {
+	errs := make([]error, len(a.release))
+	for i, f := range a.release {
+		errs[i] = f()
+	}
+	return errors.Join(errs...)
 }
