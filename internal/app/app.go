@@ -14,7 +14,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
-	"github.com/sampled/sampled/internal/access"
 	"github.com/sampled/sampled/internal/config"
 	"github.com/sampled/sampled/internal/handlers"
 	"github.com/sampled/sampled/internal/host"
@@ -156,46 +155,6 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		MCP:            a.mcp.Handler(),
 	})
 	return a, nil
-}
-
-// newGuard builds the access guard of the configured API keys and limits,
-// and creates their metric series. With keys and a Redis URL, the keys'
-// limits are shared through Redis (openLimits); closeShared releases that.
-func newGuard(c *config.Config, m *metrics.Metrics, rm *metrics.Redis, log *slog.Logger) (g *access.Guard, closeShared func() error, err error) {
-	lim := c.Limits.WithDefaults()
-	o := access.Options{InFlightSamples: lim.InFlightSamples, Logger: log,
-		Unchecked: func(limit string) { m.LimitUnchecked.WithLabelValues(limit).Inc() }}
-	if len(c.APIKeys) > 0 {
-		o.RequestsPerMinute, o.ConcurrentLoops = lim.RequestsPerMinute, lim.ConcurrentLoops
-	}
-	for _, k := range c.APIKeys {
-		key := access.Key{Name: k.Name, RequestsPerMinute: k.RequestsPerMinute, ConcurrentLoops: k.ConcurrentLoops}
-		if k.Hash != "" {
-			d, err := access.ParseDigest(k.Hash)
-			if err != nil {
-				return nil, nil, fmt.Errorf("apiKeys: %s: %w", k.Name, err)
-			}
-			key.Digest = d
-		} else {
-			key.Digest = access.HashKey(k.Key.Reveal())
-		}
-		o.Keys = append(o.Keys, key)
-	}
-	closeShared = func() error { return nil }
-	if len(o.Keys) > 0 { // without keys there are no per-key limits to share
-		if o.Shared, closeShared, err = openLimits(c.Redis, rm, log); err != nil {
-			return nil, nil, err
-		}
-	}
-	if g, err = access.New(o); err != nil {
-		return nil, nil, errors.Join(err, closeShared())
-	}
-	names := g.Names()
-	if len(names) == 0 {
-		names = []string{metrics.AnonymousKey}
-	}
-	m.AccessKeys(names)
-	return g, closeShared, nil
 }
 
 // Drain cancels the running loops and waits until each has recorded its

@@ -10,6 +10,7 @@ import (
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
 
+	"github.com/sampled/sampled/internal/access"
 	"github.com/sampled/sampled/internal/config"
 	"github.com/sampled/sampled/internal/loop"
 	"github.com/sampled/sampled/internal/metrics"
@@ -50,19 +51,15 @@ func redisOptions(rc config.Redis, user string) (*goredis.Options, error) {
 }
 
 // openStore returns given if set, else the in-memory store, or the Redis
-// one when a Redis URL is configured (m records its Redis operations). An unreachable Redis does not stop the start: it is
-// logged, /readyz answers 503 until Redis answers, and sampling without
-// loops goes on.
+// one when a Redis URL is configured (m records its Redis operations). An
+// unreachable Redis does not stop the start: it is logged, /readyz answers
+// 503 until Redis answers, and sampling without loops goes on.
 func openStore(ctx context.Context, given runs.Store, rc config.Redis, m *metrics.Redis, log *slog.Logger) (runStore, error) {
 	if given != nil || rc.URL == "" {
 		if given == nil {
 			given = memory.New(memory.Options{})
 		}
-		return runStore{
-			Store: given,
-			ready: func(context.Context) error { return nil },
-			close: func() error { return nil },
-		}, nil
+		return runStore{Store: given, ready: func(context.Context) error { return nil }, close: func() error { return nil }}, nil
 	}
 	opt, err := redisOptions(rc, "run store")
 	if err != nil {
@@ -93,4 +90,29 @@ func openStore(ctx context.Context, given runs.Store, rc config.Redis, m *metric
 		log.Info("runs are kept in Redis", "addr", opt.Addr, "db", opt.DB)
 	}
 	return runStore{Store: s, ready: ready, close: func() error { return errors.Join(c.Close(), reads.Close()) }}, nil
+}
+
+// openLimits returns where the API keys' rates and loops are counted: in
+// Redis when a Redis URL is configured, shared by every replica using it,
+// with a client of its own, its operations recorded in m; nil (in this
+// process) otherwise. closeShared stops renewing loop leases and closes
+// the client; call it after the loops were drained, so that their ends
+// reach Redis.
+func openLimits(rc config.Redis, m *metrics.Redis, log *slog.Logger) (shared access.SharedLimits, closeShared func() error, err error) {
+	if rc.URL == "" {
+		return nil, func() error { return nil }, nil
+	}
+	// Each limit check is bounded by its context (access.DefaultLimitTimeout).
+	opt, err := redisOptions(rc, "limits")
+	if err != nil {
+		return nil, nil, err
+	}
+	c := goredis.NewClient(opt)
+	l := access.NewRedisLimits(c, access.RedisOptions{Logger: log, Observe: m.Observe})
+	log.Info("API keys' rates and loop caps are shared through Redis; they are let in unchecked while Redis does not answer",
+		"addr", opt.Addr, "timeout", access.DefaultLimitTimeout, "loopLease", access.DefaultLoopLease)
+	return l, func() error {
+		l.Close()
+		return c.Close()
+	}, nil
 }
