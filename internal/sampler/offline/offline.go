@@ -177,13 +177,7 @@ func lastUserIndex(msgs []sampler.Message) int {
 
 // toolResults returns the tool_result blocks of m.
 func toolResults(m sampler.Message) []sampler.Content {
-	var out []sampler.Content
-	for _, c := range m.Content {
-		if c.Type == sampler.BlockToolResult {
-			out = append(out, c)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(m.Content), func(c sampler.Content) bool { return c.Type != sampler.BlockToolResult })
 }
 
 // firstText returns the text of the first user message with text that
@@ -204,10 +198,7 @@ func firstText(msgs iter.Seq2[int, sampler.Message]) string {
 func toolResultsText(prev []sampler.Message, results []sampler.Content) string {
 	parts := make([]string, 0, len(results))
 	for _, r := range results {
-		body := sampler.TextOf(r.Content)
-		if body == "" && len(r.StructuredContent) > 0 {
-			body = string(sampler.CompactJSON(r.StructuredContent))
-		}
+		body := cmp.Or(sampler.TextOf(r.Content), string(sampler.CompactJSON(r.StructuredContent)))
 		part := toolNameFor(prev, r.ToolUseID) + " → "
 		if r.IsError != nil && *r.IsError {
 			part += "error "
@@ -220,17 +211,14 @@ func toolResultsText(prev []sampler.Message, results []sampler.Content) string {
 // toolNameFor returns the name of the tool called with id, searching the
 // newest messages first; it falls back to the id itself.
 func toolNameFor(prev []sampler.Message, id string) string {
-	for i := len(prev) - 1; i >= 0; i-- {
-		for _, c := range prev[i].Content {
+	for _, m := range slices.Backward(prev) {
+		for _, c := range m.Content {
 			if c.Type == sampler.BlockToolUse && c.ID == id && c.Name != "" {
 				return c.Name
 			}
 		}
 	}
-	if id == "" {
-		return "tool"
-	}
-	return id
+	return cmp.Or(id, "tool")
 }
 
 // schemaAnswer is the schema-mode answer: the compact JSON of a value

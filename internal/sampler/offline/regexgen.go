@@ -31,9 +31,7 @@ func buildPattern(b *strings.Builder, re *syntax.Regexp, rep, choice int) bool {
 		syntax.OpEndText, syntax.OpWordBoundary, syntax.OpNoWordBoundary:
 		return true
 	case syntax.OpLiteral:
-		for _, r := range re.Rune {
-			b.WriteRune(r)
-		}
+		b.WriteString(string(re.Rune))
 		return true
 	case syntax.OpCharClass:
 		r, ok := classRune(re.Rune, choice)
@@ -42,11 +40,8 @@ func buildPattern(b *strings.Builder, re *syntax.Regexp, rep, choice int) bool {
 		}
 		return ok
 	case syntax.OpAnyChar, syntax.OpAnyCharNotNL:
-		const letters = "abcdefghijklmnopqrstuvwxyz"
-		b.WriteByte(letters[choice%len(letters)])
+		b.WriteByte(byte('a' + choice%26))
 		return true
-	case syntax.OpCapture:
-		return buildPattern(b, re.Sub[0], rep, choice)
 	case syntax.OpStar, syntax.OpPlus, syntax.OpQuest, syntax.OpRepeat:
 		lo, hi := 0, -1
 		switch re.Op {
@@ -67,7 +62,7 @@ func buildPattern(b *strings.Builder, re *syntax.Regexp, rep, choice int) bool {
 			}
 		}
 		return true
-	case syntax.OpConcat:
+	case syntax.OpCapture, syntax.OpConcat:
 		for _, sub := range re.Sub {
 			if !buildPattern(b, sub, rep, choice) {
 				return false

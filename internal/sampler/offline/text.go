@@ -203,11 +203,8 @@ func clipRunes(s string, n int) string {
 	return string(r[:n])
 }
 
-// trimPunct trims the runes that are neither letters nor digits off the
-// ends of s.
-func trimPunct(s string) string {
-	return strings.TrimFunc(s, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
-}
+// notAlnum reports whether r is neither a letter nor a digit.
+func notAlnum(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }
 
 // contentWords returns the words of s that carry meaning: punctuation
 // trimmed, stop words and words shorter than 3 letters left out. When none
@@ -215,7 +212,7 @@ func trimPunct(s string) string {
 func contentWords(s string) []string {
 	var all, content []string
 	for _, f := range strings.Fields(s) {
-		if w := trimPunct(f); w != "" {
+		if w := strings.TrimFunc(f, notAlnum); w != "" {
 			all = append(all, w)
 			if utf8.RuneCountInString(w) >= 3 && !isStopWord(strings.ToLower(w)) {
 				content = append(content, w)
@@ -234,8 +231,9 @@ func salientWord(s string) string {
 	sentenceStart := true
 	best := ""
 	for _, f := range strings.Fields(s) {
-		if r, _ := utf8.DecodeRuneInString(trimPunct(f)); !sentenceStart && unicode.IsUpper(r) {
-			best = trimPunct(f)
+		w := strings.TrimFunc(f, notAlnum)
+		if r, _ := utf8.DecodeRuneInString(w); !sentenceStart && unicode.IsUpper(r) {
+			best = w
 		}
 		sentenceStart = strings.HasSuffix(f, ".") || strings.HasSuffix(f, "?") || strings.HasSuffix(f, "!")
 	}

@@ -32,10 +32,8 @@ func (p *Provider) toolsAnswer(ctx context.Context, req *sampler.Request, model 
 	if retry >= 0 {
 		seed = firstText(slices.Backward(req.Messages[:retry])) // the correction is not the task
 	}
-	afterResults := false
-	if i := lastUserIndex(req.Messages); i >= 0 {
-		afterResults = len(toolResults(req.Messages[i])) > 0
-	}
+	last := lastUserIndex(req.Messages)
+	afterResults := last >= 0 && len(toolResults(req.Messages[last])) > 0
 	var tool *sampler.Tool
 	switch mode := req.ToolChoice.EffectiveMode(); mode {
 	case sampler.ToolChoiceNone:
@@ -128,42 +126,31 @@ func bestTool(tools []sampler.Tool, text string) *sampler.Tool {
 }
 
 // matchWords splits s into lower-case words for matching: on anything but
-// letters and digits and at camelCase humps, leaving out words shorter than
-// 3 letters and stop words, with a plural "s" dropped.
+// letters and digits and at camelCase humps ("getWeather" is get, weather;
+// "HTTPServer" is http, server), leaving out words shorter than 3 letters
+// and stop words, with a plural "s" dropped.
 func matchWords(s string) []string {
 	var out []string
-	for _, w := range splitWords(s) {
-		w = strings.ToLower(w)
-		if utf8.RuneCountInString(w) < 3 || isStopWord(w) {
-			continue
+	add := func(w string) {
+		if w = strings.ToLower(w); utf8.RuneCountInString(w) >= 3 && !isStopWord(w) {
+			if len(w) > 4 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") {
+				w = w[:len(w)-1]
+			}
+			out = append(out, w)
 		}
-		if len(w) > 4 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") {
-			w = w[:len(w)-1]
-		}
-		out = append(out, w)
 	}
-	return out
-}
-
-// splitWords splits s on non-alphanumeric runes and camelCase boundaries:
-// "getWeather" is get, Weather; "HTTPServer" is HTTP, Server.
-func splitWords(s string) []string {
-	var words []string
-	for _, field := range strings.FieldsFunc(s, func(r rune) bool {
-		return !unicode.IsLetter(r) && !unicode.IsDigit(r)
-	}) {
+	for _, field := range strings.FieldsFunc(s, notAlnum) {
 		rs := []rune(field)
 		start := 0
 		for i := 1; i < len(rs); i++ {
-			prev, cur := rs[i-1], rs[i]
-			lowerToUpper := unicode.IsLower(prev) && unicode.IsUpper(cur)
-			acronymEnd := unicode.IsUpper(prev) && unicode.IsUpper(cur) && i+1 < len(rs) && unicode.IsLower(rs[i+1])
+			lowerToUpper := unicode.IsLower(rs[i-1]) && unicode.IsUpper(rs[i])
+			acronymEnd := unicode.IsUpper(rs[i-1]) && unicode.IsUpper(rs[i]) && i+1 < len(rs) && unicode.IsLower(rs[i+1])
 			if lowerToUpper || acronymEnd {
-				words = append(words, string(rs[start:i]))
+				add(string(rs[start:i]))
 				start = i
 			}
 		}
-		words = append(words, string(rs[start:]))
+		add(string(rs[start:]))
 	}
-	return words
+	return out
 }
