@@ -84,7 +84,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	sopts := sampler.Options{
 		Providers:        providers,
 		Catalog:          cat,
-		Observer:         m.Sampling(),
+		Observer:         m,
 		Schemas:          schemas,
 		DefaultMaxTokens: pc.Server.DefaultMaxTokens,
 		CallTimeout:      time.Duration(pc.CallTimeout),

@@ -103,7 +103,7 @@ func startStackWith(t testing.TB, o stackOptions) *stack {
 		models = append(models, sampler.Model{Provider: p.Name(), Name: "m"})
 	}
 	cat := sampler.NewCatalog(models, "offline/default")
-	svc, err := sampler.New(sampler.Options{Providers: providers, Catalog: cat, Observer: s.metrics.Sampling(), Upstream: o.upstream})
+	svc, err := sampler.New(sampler.Options{Providers: providers, Catalog: cat, Observer: s.metrics, Upstream: o.upstream})
 	if err != nil {
 		t.Fatal(err)
 	}

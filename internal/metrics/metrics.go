@@ -4,7 +4,6 @@ package metrics
 
 import (
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -12,9 +11,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promauto"
 )
 
-// Metrics holds every collector sampled exports. Label values are bounded by
-// their callers: routes are the paths of the route table, models and
-// providers are configured names or "other".
+// Metrics holds every collector sampled exports, and records what the
+// sampling service reports (it is its sampler.Observer). Label values are
+// bounded by their callers: routes are the paths of the route table,
+// models and providers are configured names or "other".
 type Metrics struct {
 	HTTPRequests        *prometheus.CounterVec   // route, method, code
 	HTTPDuration        *prometheus.HistogramVec // route, method
@@ -50,7 +50,6 @@ type Metrics struct {
 	MCPToolCalls    *prometheus.CounterVec   // tool, sampler, outcome
 	MCPToolDuration *prometheus.HistogramVec // tool, sampler
 
-	samples  sync.Map // sampleKey -> prometheus.Counter
 	inFlight atomic.Pointer[func() int]
 }
 
@@ -240,52 +239,37 @@ func (m *Metrics) AccessKeys(names []string) {
 // every request.
 func (m *Metrics) CountSamplingInFlight(n func() int) { m.inFlight.Store(&n) }
 
-// sampleKey names a series of Samples; the series are looked up once.
-type sampleKey struct{ endpoint, mode, modelID, outcome string }
-
-// Sampling records what the sampling service reports (it implements
-// sampler.Observer).
-type Sampling struct{ m *Metrics }
-
-// Sampling returns the observer of the sampling service.
-func (m *Metrics) Sampling() Sampling { return Sampling{m} }
-
 // UpstreamRetry counts a retried upstream call.
-func (s Sampling) UpstreamRetry(provider, reason string) {
-	s.m.UpstreamRetries.WithLabelValues(provider, reason).Inc()
+func (m *Metrics) UpstreamRetry(provider, reason string) {
+	m.UpstreamRetries.WithLabelValues(provider, reason).Inc()
 }
 
 // AnswerInvalid counts an answer that failed validation and, when retried,
 // the corrective retry.
-func (s Sampling) AnswerInvalid(method, kind string, retried bool) {
-	s.m.ValidationFailures.WithLabelValues(method, kind).Inc()
+func (m *Metrics) AnswerInvalid(method, kind string, retried bool) {
+	m.ValidationFailures.WithLabelValues(method, kind).Inc()
 	if retried {
-		s.m.ValidationRetries.WithLabelValues(method).Inc()
+		m.ValidationRetries.WithLabelValues(method).Inc()
 	}
 }
 
 // Exhausted counts a guaranteed helper that ran out of attempts.
-func (s Sampling) Exhausted(method string) { s.m.ValidationExhausted.WithLabelValues(method).Inc() }
+func (m *Metrics) Exhausted(method string) { m.ValidationExhausted.WithLabelValues(method).Inc() }
 
 // Overhead observes the time a request spent in sampled itself.
-func (s Sampling) Overhead(d time.Duration) { s.m.GatewayOverhead.Observe(d.Seconds()) }
+func (m *Metrics) Overhead(d time.Duration) { m.GatewayOverhead.Observe(d.Seconds()) }
 
 // Sampled counts a finished sampling request under its caller's endpoint
 // label; a request without one is not counted. modelID is the configured
 // model ("provider/model") that answered or failed, empty when none was
 // called; its values are bounded by the configuration.
-func (s Sampling) Sampled(endpoint, mode, modelID, outcome string) {
+func (m *Metrics) Sampled(endpoint, mode, modelID, outcome string) {
 	if endpoint == "" {
 		return
 	}
-	k := sampleKey{endpoint, mode, modelID, outcome}
-	c, ok := s.m.samples.Load(k)
-	if !ok {
-		provider, model := "other", "other"
-		if p, _, ok := strings.Cut(modelID, "/"); ok {
-			provider, model = p, modelID
-		}
-		c, _ = s.m.samples.LoadOrStore(k, s.m.Samples.WithLabelValues(endpoint, mode, provider, model, outcome))
+	provider, model := "other", "other"
+	if p, _, ok := strings.Cut(modelID, "/"); ok {
+		provider, model = p, modelID
 	}
-	c.(prometheus.Counter).Inc()
+	m.Samples.WithLabelValues(endpoint, mode, provider, model, outcome).Inc()
 }
