@@ -38,7 +38,7 @@ func (s *Server) addSample() {
 			return nil, err
 		}
 		p.OnRetry = c.retry
-		res, err := s.samplerOf(c).Sample(ctx, p)
+		res, err := c.svc.Sample(ctx, p)
 		if err != nil {
 			return nil, err
 		}

@@ -181,6 +181,7 @@ type call struct {
 	req     *mcp.CallToolRequest // nil until the tool's handler runs
 	ctx     context.Context      // the handler's
 	by      string               // byClient, byService or "none"
+	svc     *sampler.Service     // who samples: the client's or sampled's
 	outcome string
 	// meta is the _meta of the call's sampling requests to the client
 	// (agent_delegate's hints).
@@ -227,7 +228,10 @@ func add[In, Out any](s *Server, t *mcp.Tool, needsTools bool, run func(ctx cont
 		var out Out
 		by, err := s.who(req.Session, needsTools)
 		if err == nil {
-			c.by = by
+			c.by, c.svc = by, s.o.Service
+			if by == byClient {
+				c.svc = s.client
+			}
 			out, err = run(ctx, c, in)
 		}
 		c.outcome, err = failure(ctx, err)
@@ -284,22 +288,16 @@ func failure(ctx context.Context, err error) (string, error) {
 	case sampler.OutcomeExhausted:
 		var ex *sampler.ExhaustedError
 		errors.As(err, &ex)
-		text := fmt.Sprintf("no valid answer after %d attempts; the last answer's errors:%s", ex.Attempts, listErrors(ex.Errors))
+		text := fmt.Sprintf("no valid answer after %d attempts; the last answer's errors:", ex.Attempts)
+		for _, e := range ex.Errors {
+			text += fmt.Sprintf("\n- %s: %s", e.Path, e.Message)
+		}
 		if ex.LastResult != nil && ex.LastResult.Text != "" {
 			text += "\nthe last answer: " + clip(ex.LastResult.Text, 2000)
 		}
 		return outcome, errors.New(text)
 	}
 	return outcome, errors.New("the model call failed: " + err.Error())
-}
-
-// listErrors renders field errors one per line.
-func listErrors(errs []sampler.FieldError) string {
-	var b strings.Builder
-	for _, e := range errs {
-		fmt.Fprintf(&b, "\n- %s: %s", e.Path, e.Message)
-	}
-	return b.String()
 }
 
 func clip(s string, n int) string {

@@ -70,30 +70,20 @@ func nonEmpty(s *jsonschema.Schema) { s.MinLength = jsonschema.Ptr(1) }
 // readOnly annotates the tools that only ask a model.
 var readOnly = &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: jsonschema.Ptr(false)}
 
-// samplerOf returns the sampling service of a call: sampled's, or the
-// client's.
-func (s *Server) samplerOf(c *call) *sampler.Service {
-	if c.by == byClient {
-		return s.client
-	}
-	return s.o.Service
-}
-
 // ask runs one sampling request of a call with the sampler who picked: a
 // user turn, and an answer that validates against schema, or plain text
 // when schema is nil. Corrective retries are reported as progress.
 func (s *Server) ask(ctx context.Context, c *call, system, user string, schema json.RawMessage) (*sampler.Result, error) {
-	svc := s.samplerOf(c)
 	p := &sampler.Params{Request: sampler.Request{
 		Messages:     []sampler.Message{sampler.UserMessage(sampler.TextBlock(user))},
 		SystemPrompt: system,
-		MaxTokens:    svc.DefaultMaxTokens(),
+		MaxTokens:    c.svc.DefaultMaxTokens(),
 		Schema:       schema,
 	}, OnRetry: c.retry}
 	if schema == nil {
-		return svc.Sample(ctx, p)
+		return c.svc.Sample(ctx, p)
 	}
-	return svc.SampleSchema(ctx, p)
+	return c.svc.SampleSchema(ctx, p)
 }
 
 // shaped asks for an answer valid for schema and decodes it.
