@@ -30,6 +30,7 @@ import (
 	"github.com/sampled/sampled/internal/runs/memory"
 	"github.com/sampled/sampled/internal/sampler"
 	"github.com/sampled/sampled/internal/testing/mcptest"
+	"github.com/sampled/sampled/internal/testing/testwait"
 	"github.com/sampled/sampled/internal/tools"
 )
 
@@ -112,11 +113,9 @@ func newLoopTest(t *testing.T, o stackOptions, mcp string) *loopTest {
 	tr := &http.Transport{MaxIdleConnsPerHost: 200, DisableCompression: true}
 	t.Cleanup(tr.CloseIdleConnections)
 	if mcp != "" {
-		ctx, cancel := context.WithTimeout(context.Background(), loopWait)
-		defer cancel()
-		if err := s.tools.WaitConnected(ctx, "test"); err != nil {
-			t.Fatalf("test MCP server: %v; status %+v", err, s.tools.Status())
-		}
+		testwait.Poll(t, 10*time.Millisecond, loopWait, "the test MCP server", func() bool {
+			return slices.ContainsFunc(s.tools.Status(), func(st tools.ServerStatus) bool { return st.Name == "test" && st.Connected })
+		})
 	}
 	return &loopTest{stack: s, t: t, client: &http.Client{Transport: tr}}
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -23,6 +24,7 @@ import (
 	"github.com/sampled/sampled/internal/sampler"
 	"github.com/sampled/sampled/internal/sampler/offline"
 	"github.com/sampled/sampled/internal/testing/mcpschema"
+	"github.com/sampled/sampled/internal/testing/testwait"
 	"github.com/sampled/sampled/internal/tools"
 )
 
@@ -170,9 +172,9 @@ func newStack(t testing.TB, servers map[string]peerConfig, so stackOptions) *sta
 		t.Fatal(err)
 	}
 	for name := range servers {
-		if err := reg.WaitConnected(ctx, name); err != nil {
-			t.Fatalf("%s: %v (%+v)", name, err, reg.Status())
-		}
+		testwait.Poll(t, 10*time.Millisecond, waitTimeout, name+" connected", func() bool {
+			return slices.ContainsFunc(reg.Status(), func(st tools.ServerStatus) bool { return st.Name == name && st.Connected })
+		})
 	}
 	return &stack{reg: reg, engine: e, loops: rec, store: store, metrics: m}
 }

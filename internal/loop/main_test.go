@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -25,6 +26,7 @@ import (
 	"github.com/sampled/sampled/internal/sampler/offline"
 	"github.com/sampled/sampled/internal/sampler/openai"
 	"github.com/sampled/sampled/internal/testing/mcptest"
+	"github.com/sampled/sampled/internal/testing/testwait"
 	"github.com/sampled/sampled/internal/tools"
 )
 
@@ -76,9 +78,9 @@ func newRegistry(t testing.TB, withTest bool, m *metrics.Metrics) *tools.Registr
 		t.Fatalf("tools.Start: %v", err)
 	}
 	if withTest {
-		if err := reg.WaitConnected(ctx, "test"); err != nil {
-			t.Fatalf("WaitConnected(test): %v; status %+v", err, reg.Status())
-		}
+		testwait.Poll(t, 10*time.Millisecond, waitTimeout, "the test MCP server", func() bool {
+			return slices.ContainsFunc(reg.Status(), func(st tools.ServerStatus) bool { return st.Name == "test" && st.Connected })
+		})
 	}
 	return reg
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sampled/sampled/internal/testing/mcptest"
+	"github.com/sampled/sampled/internal/testing/testwait"
 	"go.uber.org/goleak"
 )
 
@@ -67,22 +68,13 @@ func start(t *testing.T, o Options) *Registry {
 // waitConnected waits until the server is connected.
 func waitConnected(t *testing.T, r *Registry, server string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-	defer cancel()
-	if err := r.WaitConnected(ctx, server); err != nil {
-		t.Fatalf("WaitConnected(%s): %v; status %+v", server, err, r.Status())
-	}
+	waitFor(t, r, server+" connected", func() bool { return statusOf(t, r, server).Connected })
 }
 
-// waitFor waits, without polling, until cond holds after some change of
-// the registry's state.
+// waitFor polls the registry until cond holds.
 func waitFor(t *testing.T, r *Registry, what string, cond func() bool) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
-	defer cancel()
-	if err := r.waitUntil(ctx, cond); err != nil {
-		t.Fatalf("waiting for %s: %v; status %+v", what, err, r.Status())
-	}
+	testwait.Poll(t, 5*time.Millisecond, waitTimeout, what, cond)
 }
 
 // call calls a tool with args marshalled to JSON and a bounded context.

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -53,7 +54,6 @@ var errClosed = errors.New("registry closed")
 type Registry struct {
 	logger  *slog.Logger
 	backoff retry.Upstream
-	impl    *mcp.Implementation
 	// servers is fixed by New; the mutable fields of each are guarded by
 	// mu (client is set by Start, before any goroutine).
 	servers map[string]*server
@@ -65,8 +65,7 @@ type Registry struct {
 	mu      sync.Mutex
 	started bool
 	closed  bool
-	changed chan struct{} // closed and replaced on every change of state
-	tools   []Tool        // sorted by Name
+	tools   []Tool // sorted by Name
 	index   map[string]toolRef
 	errs    []error // errors of closing sessions in Close
 }
@@ -104,27 +103,15 @@ type toolRef struct {
 // starts, so that the host answering the servers' sampling requests exists
 // before any server connects.
 func New(o Options) (*Registry, error) {
-	logger := o.Logger
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
-	minB, maxB := o.MinBackoff, o.MaxBackoff
-	if minB <= 0 {
-		minB = defaultMinBackoff
-	}
-	if maxB <= 0 {
-		maxB = defaultMaxBackoff
-	}
+	minB, maxB := cmp.Or(o.MinBackoff, defaultMinBackoff), cmp.Or(o.MaxBackoff, defaultMaxBackoff)
 	if o.Metrics == nil {
 		o.Metrics = metrics.New(nil)
 	}
 	r := &Registry{
-		logger:  logger,
+		logger:  cmp.Or(o.Logger, slog.New(slog.DiscardHandler)),
 		backoff: retry.Upstream{BaseDelay: minB, MaxDelay: max(minB, maxB)},
-		impl:    &mcp.Implementation{Name: "sampled", Version: clientVersion},
 		servers: map[string]*server{},
 		metrics: o.Metrics,
-		changed: make(chan struct{}),
 		index:   map[string]toolRef{},
 	}
 	r.life, r.cancel = context.WithCancel(context.Background())
@@ -180,22 +167,18 @@ func (r *Registry) Start(ctx context.Context, h SamplingHost) error {
 	for _, s := range r.servers {
 		s.client = r.newClient(s, h)
 	}
-	var first *conn // std's
+	conns := map[*server]*conn{} // std's, connected at once
 	if s, ok := r.servers[StdServer]; ok && s.transport == TransportBuiltin {
 		c, tools, err := r.connect(ctx, s)
 		if err != nil {
 			return fmt.Errorf("tools: built-in server: %w", err)
 		}
-		first = c
+		conns[s] = c
 		r.setUp(s, c, tools)
 	}
 	for _, s := range r.servers {
-		var c *conn
-		if s.transport == TransportBuiltin {
-			c = first
-		}
 		r.wg.Add(1)
-		go r.supervise(r.life, s, c)
+		go r.supervise(r.life, s, conns[s])
 	}
 	return nil
 }
@@ -234,7 +217,7 @@ func (r *Registry) newClient(s *server, h SamplingHost) *mcp.Client {
 		//lint:ignore SA1019 sampled is a sampling client on purpose; go-sdk deprecates sampling from 2026-07-28 but keeps it working through the deprecation window
 		o.CreateMessageWithToolsHandler = r.createMessageHandler(s, h)
 	}
-	return mcp.NewClient(r.impl, o)
+	return mcp.NewClient(&mcp.Implementation{Name: "sampled", Version: clientVersion}, o)
 }
 
 // connect opens a session to s and lists its tools.
@@ -381,7 +364,6 @@ func (r *Registry) setUp(s *server, c *conn, tools []*mcp.Tool) {
 	s.connects++
 	r.rebuild()
 	r.metrics.MCPServerUp.WithLabelValues(s.name).Set(1)
-	r.broadcast()
 }
 
 // setTools replaces the tools of s, if c is still its session.
@@ -393,7 +375,6 @@ func (r *Registry) setTools(s *server, c *conn, tools []*mcp.Tool) {
 	}
 	s.tools = tools
 	r.rebuild()
-	r.broadcast()
 }
 
 // setDown marks s disconnected because of err; its tools stay listed.
@@ -403,13 +384,6 @@ func (r *Registry) setDown(s *server, err error) {
 	s.session = nil
 	s.err = err.Error()
 	r.metrics.MCPServerUp.WithLabelValues(s.name).Set(0)
-	r.broadcast()
-}
-
-// broadcast wakes every waiter on r.changed. r.mu must be held.
-func (r *Registry) broadcast() {
-	close(r.changed)
-	r.changed = make(chan struct{})
 }
 
 // rebuild recomputes the exposed tools from every server's list. Two tools
@@ -508,42 +482,6 @@ func (r *Registry) Ready() error {
 		return fmt.Errorf("%w: required MCP servers not connected: %s", ErrUnavailable, strings.Join(down, ", "))
 	}
 	return nil
-}
-
-// WaitConnected blocks until the named server is connected, ctx ends or the
-// registry is closed.
-func (r *Registry) WaitConnected(ctx context.Context, server string) error {
-	s, ok := r.servers[server]
-	if !ok {
-		return fmt.Errorf("tools: unknown MCP server %q", server)
-	}
-	return r.waitUntil(ctx, func() bool {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		return s.session != nil
-	})
-}
-
-// waitUntil blocks until cond reports true, checking it at once and after
-// every change of state, or until ctx ends or r is closed. cond is called
-// without r.mu held.
-func (r *Registry) waitUntil(ctx context.Context, cond func() bool) error {
-	for {
-		r.mu.Lock()
-		closed, changed := r.closed, r.changed
-		r.mu.Unlock()
-		switch {
-		case cond():
-			return nil
-		case closed:
-			return fmt.Errorf("tools: %w", errClosed)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("tools: %w", ctx.Err())
-		case <-changed:
-		}
-	}
 }
 
 // Call calls the tool with its exposed name and arguments (a JSON object;
@@ -647,7 +585,6 @@ func (r *Registry) Close() error {
 		return nil
 	}
 	r.closed = true
-	r.broadcast()
 	r.mu.Unlock()
 
 	r.cancel()

@@ -95,12 +95,8 @@ func requestID(meta mcp.Meta, trusted bool) string {
 	if !trusted {
 		return ""
 	}
-	switch id := v.(type) {
-	case string:
-		return id
-	case float64:
+	if id, ok := v.(float64); ok { // a number, as encoding/json decodes it
 		return fmt.Sprint(int64(id))
-	default:
-		return fmt.Sprint(id)
 	}
+	return fmt.Sprint(v)
 }
