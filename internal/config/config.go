@@ -12,6 +12,8 @@ package config
 
 import (
 	"bytes"
+	"cmp"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
@@ -127,23 +129,16 @@ type Limits struct {
 	InFlightSamples int `yaml:"inFlightSamples"`
 }
 
-// Defaults of Limits.
-const (
-	DefaultRequestsPerMinute = 600
-	DefaultConcurrentLoops   = 10
-	DefaultInFlightSamples   = 256
-)
-
 // WithDefaults returns the limits with the defaults in place of zeros.
 func (l Limits) WithDefaults() Limits {
 	if l.RequestsPerMinute == 0 {
-		l.RequestsPerMinute = DefaultRequestsPerMinute
+		l.RequestsPerMinute = 600
 	}
 	if l.ConcurrentLoops == 0 {
-		l.ConcurrentLoops = DefaultConcurrentLoops
+		l.ConcurrentLoops = 10
 	}
 	if l.InFlightSamples == 0 {
-		l.InFlightSamples = DefaultInFlightSamples
+		l.InFlightSamples = 256
 	}
 	return l
 }
@@ -219,13 +214,7 @@ const DefaultAddr = "127.0.0.1:8080"
 
 // serverFromEnv reads the server settings.
 func serverFromEnv(getenv func(string) string) (Server, error) {
-	s := Server{Addr: DefaultAddr, LogFormat: "json"}
-	if v := getenv("SAMPLED_ADDR"); v != "" {
-		s.Addr = v
-	}
-	if v := getenv("SAMPLED_LOG_FORMAT"); v != "" {
-		s.LogFormat = v
-	}
+	s := Server{Addr: cmp.Or(getenv("SAMPLED_ADDR"), DefaultAddr), LogFormat: cmp.Or(getenv("SAMPLED_LOG_FORMAT"), "json")}
 	if v := getenv("SAMPLED_MAX_BODY_BYTES"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil || n <= 0 {
@@ -413,18 +402,11 @@ func Load(getenv func(string) string, readFile func(string) ([]byte, error)) (*C
 			*e.dst = Duration(d)
 		}
 	}
-	if v := getenv("SAMPLED_REDIS_URL"); v != "" {
-		c.Redis.URL = Secret(v)
-	}
+	c.Redis.URL = cmp.Or(Secret(getenv("SAMPLED_REDIS_URL")), c.Redis.URL)
 	if err := c.Redis.check(); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	if v := getenv("SAMPLED_MCP_SAMPLING"); v != "" {
-		c.MCPEndpoint.Sampling = v
-	}
-	if c.MCPEndpoint.Sampling == "" {
-		c.MCPEndpoint.Sampling = MCPSamplingAuto
-	}
+	c.MCPEndpoint.Sampling = cmp.Or(getenv("SAMPLED_MCP_SAMPLING"), c.MCPEndpoint.Sampling, MCPSamplingAuto)
 	if err := c.MCPEndpoint.check(); err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
@@ -663,53 +645,47 @@ func (c *Config) checkAccess() error {
 // validHash reports whether s is "sha256:" and 64 hex digits.
 func validHash(s string) bool {
 	h, ok := strings.CutPrefix(s, "sha256:")
-	if !ok || len(h) != 64 {
-		return false
-	}
-	return !strings.ContainsFunc(h, func(r rune) bool {
-		return (r < '0' || r > '9') && (r < 'a' || r > 'f') && (r < 'A' || r > 'F')
-	})
+	_, err := hex.DecodeString(h)
+	return ok && len(h) == 64 && err == nil
 }
 
 // resolve reads API keys from the environment or files.
 func (c *Config) resolve(getenv func(string) string, readFile func(string) ([]byte, error)) error {
+	// read reads the key of the variable env or the file file, whichever
+	// is set; at and the field names say where in errors.
+	read := func(at, envField, env, fileField, file string) (Secret, error) {
+		switch {
+		case env != "":
+			if v := getenv(env); v != "" {
+				return Secret(v), nil
+			}
+			return "", fmt.Errorf("%s.%s: environment variable %s is empty", at, envField, env)
+		case file != "":
+			b, err := readFile(file)
+			if err != nil {
+				return "", fmt.Errorf("%s.%s: cannot read %s", at, fileField, file)
+			}
+			if v := strings.TrimSpace(string(b)); v != "" {
+				return Secret(v), nil
+			}
+			return "", fmt.Errorf("%s.%s: %s is empty", at, fileField, file)
+		}
+		return "", nil
+	}
+	var err error
 	for i := range c.Providers {
 		p := &c.Providers[i]
-		switch {
-		case p.APIKeyEnv != "":
-			v := getenv(p.APIKeyEnv)
-			if v == "" {
-				return fmt.Errorf("providers[%d].apiKeyEnv: environment variable %s is empty", i, p.APIKeyEnv)
-			}
-			p.APIKey = Secret(v)
-		case p.APIKeyFile != "":
-			b, err := readFile(p.APIKeyFile)
-			if err != nil {
-				return fmt.Errorf("providers[%d].apiKeyFile: cannot read %s", i, p.APIKeyFile)
-			}
-			p.APIKey = Secret(strings.TrimSpace(string(b)))
-			if p.APIKey == "" {
-				return fmt.Errorf("providers[%d].apiKeyFile: %s is empty", i, p.APIKeyFile)
-			}
-		case p.Type == TypeOpenAI && p.Endpoint == "", p.Type == TypeAnthropic:
+		if p.APIKey, err = read(fmt.Sprintf("providers[%d]", i), "apiKeyEnv", p.APIKeyEnv, "apiKeyFile", p.APIKeyFile); err != nil {
+			return err
+		}
+		if p.APIKey == "" && (p.Type == TypeOpenAI && p.Endpoint == "" || p.Type == TypeAnthropic) {
 			return fmt.Errorf("providers[%d]: %s needs an API key (apiKeyEnv or apiKeyFile; SAMPLING_API_KEY without a file)", i, p.Type)
 		}
 	}
 	for i := range c.APIKeys {
 		k := &c.APIKeys[i]
-		switch {
-		case k.KeyEnv != "":
-			if k.Key = Secret(getenv(k.KeyEnv)); k.Key == "" {
-				return fmt.Errorf("apiKeys[%d].keyEnv: environment variable %s is empty", i, k.KeyEnv)
-			}
-		case k.KeyFile != "":
-			b, err := readFile(k.KeyFile)
-			if err != nil {
-				return fmt.Errorf("apiKeys[%d].keyFile: cannot read %s", i, k.KeyFile)
-			}
-			if k.Key = Secret(strings.TrimSpace(string(b))); k.Key == "" {
-				return fmt.Errorf("apiKeys[%d].keyFile: %s is empty", i, k.KeyFile)
-			}
+		if k.Key, err = read(fmt.Sprintf("apiKeys[%d]", i), "keyEnv", k.KeyEnv, "keyFile", k.KeyFile); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -47,10 +47,7 @@ func TestExtensions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			n := 0
-			if ext.loop() {
-				n = *ext.maxIterations
-			}
+			n := ext.maxIterations
 			if got := fmt.Sprint(ext.patterns); n != tt.wantN || got != "["+tt.wantPatterns+"]" {
 				t.Errorf("got %d %q, want %d %q", n, ext.patterns, tt.wantN, tt.wantPatterns)
 			}

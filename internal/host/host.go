@@ -15,6 +15,7 @@
 package host
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -45,9 +46,9 @@ type ToolLister interface {
 	Tools() []tools.Tool
 }
 
-// DefaultMaxDepth bounds nested sampling: a request made by a tool that a
+// maxDepth bounds nested sampling: a request made by a tool that a
 // client-run loop called, itself answering a request, and so on.
-const DefaultMaxDepth = 3
+const maxDepth = 3
 
 // defaultLoopIterations caps a client-run loop when the policy sets no cap.
 const defaultLoopIterations = 10
@@ -85,8 +86,6 @@ type Options struct {
 	// Servers are the sampling policies of the MCP servers, by name; a
 	// server without one is refused.
 	Servers map[string]Policy
-	// MaxDepth bounds nested sampling; 0 means DefaultMaxDepth.
-	MaxDepth int
 	// Metrics nil records nothing; Logger nil discards.
 	Metrics *metrics.Metrics
 	Logger  *slog.Logger
@@ -110,15 +109,10 @@ type policy struct {
 // New resolves each server's policy. A model the catalog does not know is
 // left out (the configuration was checked when it was read).
 func New(o Options) *Host {
-	if o.MaxDepth <= 0 {
-		o.MaxDepth = DefaultMaxDepth
-	}
 	if o.Metrics == nil {
 		o.Metrics = metrics.New(nil)
 	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	o.Logger = cmp.Or(o.Logger, slog.New(slog.DiscardHandler))
 	h := &Host{o: o, policies: map[string]*policy{}}
 	for name, s := range o.Servers {
 		p := &policy{Policy: s, ok: map[string]bool{}}
@@ -214,8 +208,8 @@ func (h *Host) createMessage(ctx context.Context, req *tools.SamplingRequest) (*
 		return nil, refused("sampling is not available to MCP server %q", req.Server)
 	case pol.Disabled:
 		return nil, refused("sampling is disabled for MCP server %q in sampled's configuration", req.Server)
-	case req.Depth > h.o.MaxDepth:
-		return nil, refused("nested sampling too deep: this request is at depth %d, the limit is %d (a tool called by a client-run loop asked for sampling, and so on)", req.Depth, h.o.MaxDepth)
+	case req.Depth > maxDepth:
+		return nil, refused("nested sampling too deep: this request is at depth %d, the limit is %d (a tool called by a client-run loop asked for sampling, and so on)", req.Depth, maxDepth)
 	case pol.limit != nil && !pol.limit.Allow():
 		return nil, refused("rate limit: MCP server %q may send %d sampling requests per minute", req.Server, pol.RequestsPerMinute)
 	}
@@ -231,7 +225,7 @@ func (h *Host) createMessage(ctx context.Context, req *tools.SamplingRequest) (*
 	if limit := pol.MaxTokens; limit > 0 && p.MaxTokens > limit {
 		p.MaxTokens = limit
 	}
-	if ext.loop() {
+	if ext.maxIterations > 0 {
 		return h.runLoop(ctx, req, pol, p, ext)
 	}
 	if req.Progress != nil {

@@ -2,6 +2,7 @@ package host
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -16,14 +17,12 @@ import (
 // "origin": {"server": "…", "requestId": "…"}}.
 const MetaLoop = "io.sampled/loop"
 
-// extension is what a request asks of a client-run loop.
+// extension is what a request asks of a client-run loop; maxIterations 0
+// asks for none.
 type extension struct {
-	maxIterations *int
+	maxIterations int
 	patterns      tools.Patterns
 }
-
-// loop reports whether the request asks for a client-run loop.
-func (e extension) loop() bool { return e.maxIterations != nil }
 
 // loopMembers are the extension members under _meta.
 type loopMembers struct {
@@ -65,7 +64,7 @@ func extensions(meta json.RawMessage) (extension, error) {
 			return extension{}, invalid("invalid params: %s/allowedToolPatterns/%d: %q is not a valid glob pattern", at, i, p)
 		}
 	}
-	return extension{maxIterations: &n, patterns: patterns}, nil
+	return extension{maxIterations: n, patterns: patterns}, nil
 }
 
 // Origin says which MCP server request started a client-run loop.
@@ -77,12 +76,6 @@ type Origin struct {
 	RequestID string `json:"requestId,omitempty"`
 }
 
-// withOrigin records o in spec: the run's snapshot and loop.started say
-// which server's request started it.
-func (h *Host) withOrigin(spec *loop.Spec, o Origin) {
-	spec.Origin = loop.Origin{Kind: loop.OriginMCP, Server: o.Server, RequestID: o.RequestID}
-}
-
 // runLoop runs a client-run loop for the request and answers with its final
 // text.
 func (h *Host) runLoop(ctx context.Context, req *tools.SamplingRequest, pol *policy, p *sampler.Params, ext extension) (*sampler.CreateMessageResult, error) {
@@ -92,11 +85,7 @@ func (h *Host) runLoop(ctx context.Context, req *tools.SamplingRequest, pol *pol
 	case len(p.Tools) > 0:
 		return nil, invalid("invalid params: /tools: a client-run loop uses sampled's tools; give tools, or maxIterations and allowedToolPatterns, not both")
 	}
-	limit := pol.LoopMaxIterations
-	if limit == 0 {
-		limit = defaultLoopIterations
-	}
-	n := min(*ext.maxIterations, limit)
+	n := min(ext.maxIterations, cmp.Or(pol.LoopMaxIterations, defaultLoopIterations))
 	var names []string
 	for _, t := range h.o.Tools.Tools() {
 		// Never the asking server's own tools: the tool that asks is one
@@ -108,18 +97,18 @@ func (h *Host) runLoop(ctx context.Context, req *tools.SamplingRequest, pol *pol
 	if len(names) == 0 {
 		return nil, refused("no tool of sampled matches allowedToolPatterns %q within what MCP server %q may reach (%q)", ext.patterns, req.Server, pol.LoopTools)
 	}
-	maxTokens := p.MaxTokens
 	spec := loop.Spec{
 		Messages:      p.Messages,
 		SystemPrompt:  p.SystemPrompt,
 		ModelSpec:     p.ModelSpec,
 		AllowedTools:  names, // exposed names hold no glob metacharacters
 		MaxIterations: &n,
-		MaxTokens:     &maxTokens,
+		MaxTokens:     &p.MaxTokens,
 		Temperature:   p.Temperature,
+		// The run's snapshot and loop.started say which server's request
+		// started it.
+		Origin: loop.Origin{Kind: loop.OriginMCP, Server: req.Server, RequestID: req.RequestID},
 	}
-	origin := Origin{Server: req.Server, RequestID: req.RequestID}
-	h.withOrigin(&spec, origin)
 	var onIteration func(int)
 	if req.Progress != nil {
 		onIteration = func(it int) {
@@ -140,7 +129,7 @@ func (h *Host) runLoop(ctx context.Context, req *tools.SamplingRequest, pol *pol
 		return nil, failed("the client-run loop %s ended %s: %s", snap.ID, snap.Status, snap.Error)
 	}
 	meta, err := json.Marshal(map[string]any{MetaLoop: map[string]any{"id": snap.ID, "traceId": snap.TraceID,
-		"iterations": snap.Iterations, "origin": origin}})
+		"iterations": snap.Iterations, "origin": Origin{Server: req.Server, RequestID: req.RequestID}}})
 	if err != nil {
 		return nil, failed("encode the result: %v", err)
 	}
