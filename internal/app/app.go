@@ -152,7 +152,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		},
 		Access:         guard,
 		MetricsNeedKey: pc.MetricsNeedKey,
-		MCP:            a.mcp.Handler(),
+		MCP:            a.mcp,
 	})
 	return a, nil
 }

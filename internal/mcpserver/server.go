@@ -19,7 +19,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -113,32 +112,35 @@ func New(o Options) (*Server, error) {
 			"answers with a shape are validated against the tool's output schema and corrected before they are returned.",
 	})
 	s.mcp.AddReceivingMiddleware(s.record)
-	s.addTools()
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
+	s.addDecide()
+	s.addAnalyze()
+	s.addExtract()
+	s.addClassify()
+	s.addSummarize()
+	s.addGenerate()
+	s.addCompare()
+	s.addDelegate()
+	s.addSample()
+	s.handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
 		Logger:         s.log,
 		EventStore:     mcp.NewMemoryEventStore(nil),
 		SessionTimeout: sessionTimeout,
 	})
-	s.handler = s.checkOrigin(h)
 	return s, nil
 }
 
-// Handler serves the streamable HTTP transport at /mcp.
-func (s *Server) Handler() http.Handler { return s.handler }
-
-// checkOrigin refuses requests whose Origin header names a site that is
-// neither loopback nor allowed: a web page cannot reach a local sampled
-// through DNS rebinding or a browser's cross-site request. The go-sdk
-// handler checks the Host header of requests to a loopback address too.
-func (s *Server) checkOrigin(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if origin := r.Header.Get("Origin"); origin != "" && !s.originAllowed(origin) {
-			s.log.Warn("origin refused", "origin", origin)
-			http.Error(w, "Forbidden: origin not allowed", http.StatusForbidden)
-			return
-		}
-		next.ServeHTTP(w, r)
-	})
+// ServeHTTP serves the streamable HTTP transport at /mcp. It refuses
+// requests whose Origin header names a site that is neither loopback nor
+// allowed: a web page cannot reach a local sampled through DNS rebinding
+// or a browser's cross-site request. The go-sdk handler checks the Host
+// header of requests to a loopback address too.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if origin := r.Header.Get("Origin"); origin != "" && !s.originAllowed(origin) {
+		s.log.Warn("origin refused", "origin", origin)
+		http.Error(w, "Forbidden: origin not allowed", http.StatusForbidden)
+		return
+	}
+	s.handler.ServeHTTP(w, r)
 }
 
 func (s *Server) originAllowed(origin string) bool {
@@ -146,12 +148,9 @@ func (s *Server) originAllowed(origin string) bool {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return false
 	}
-	if host := u.Hostname(); host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		return true
-	} else if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
-		return true
-	}
-	return s.origins[normalOrigin(origin)]
+	host := u.Hostname()
+	ip := net.ParseIP(host)
+	return host == "localhost" || strings.HasSuffix(host, ".localhost") || ip != nil && ip.IsLoopback() || s.origins[normalOrigin(origin)]
 }
 
 // normalOrigin lowercases an origin and drops a trailing slash.
@@ -186,8 +185,7 @@ type call struct {
 	// meta is the _meta of the call's sampling requests to the client
 	// (agent_delegate's hints).
 	meta  map[string]any
-	mu    sync.Mutex // orders the progress notifications
-	steps float64    // progress notifications sent
+	steps float64 // progress notifications sent
 }
 
 type callKey struct{}
@@ -246,8 +244,6 @@ func (c *call) step(total float64, format string, args ...any) {
 	if token == nil {
 		return
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.ctx.Err() != nil {
 		return
 	}

@@ -117,19 +117,6 @@ func bullets(items []string) string {
 
 const systemPrefix = "You are a careful assistant answering one request of a program. "
 
-// addTools registers the agent tools.
-func (s *Server) addTools() {
-	s.addDecide()
-	s.addAnalyze()
-	s.addExtract()
-	s.addClassify()
-	s.addSummarize()
-	s.addGenerate()
-	s.addCompare()
-	s.addDelegate()
-	s.addSample()
-}
-
 type decideIn struct {
 	Question string   `json:"question" jsonschema:"The decision to make."`
 	Options  []string `json:"options,omitempty" jsonschema:"The choices; without them the answer is yes or no."`
