@@ -211,16 +211,16 @@ func (e *LimitError) Error() string {
 		int64(math.Ceil(e.RetryAfter.Seconds())))
 }
 
-// ErrClosed is the error of Start after Close.
-var ErrClosed = errors.New("loop: engine closed")
-
-// errCancelled is the cause of a loop cancelled through the store or by
-// Close.
-var errCancelled = errors.New("loop cancelled")
-
-// errStore is the cause of a loop stopped because the store did not record
-// one of its events.
-var errStore = errors.New("the run store failed")
+var (
+	// ErrClosed is the error of Start after Close.
+	ErrClosed = errors.New("loop: engine closed")
+	// errCancelled is the cause of a loop cancelled through the store or
+	// by Close.
+	errCancelled = errors.New("loop cancelled")
+	// errStore is the cause of a loop stopped because the store did not
+	// record one of its events.
+	errStore = errors.New("the run store failed")
+)
 
 // Start checks spec, creates the run and runs the loop in the background.
 // The loop ends when ctx ends, when it is cancelled through the store, on

@@ -155,31 +155,29 @@ func (r *run) run(parent context.Context) {
 // reached or the loop fails, and returns the loop's status.
 func (r *run) iterate(ctx context.Context) (status, errText string) {
 	r.snap.Messages = slices.Clone(r.spec.Messages)
-	for it := 1; it <= r.lim.maxIterations; it++ {
+	for it := 1; ; it++ {
 		start := time.Now()
 		res, err := r.sample(ctx, it)
 		if err != nil {
 			return r.failure(ctx, err)
 		}
 		calls := r.answered(it, res, start)
+		if len(calls) > 0 && it < r.lim.maxIterations {
+			r.snap.Messages = append(r.snap.Messages, sampler.UserMessage(r.callTools(ctx, it, calls)...))
+			r.save()
+		}
+		r.endIteration(it, calls, start)
 		switch {
 		case len(calls) == 0:
 			r.snap.Result = res.Text
-			r.endIteration(it, calls, start)
 			return StatusCompleted, ""
 		case it == r.lim.maxIterations:
 			// The model still wants tools on the last allowed iteration.
-			r.endIteration(it, calls, start)
 			return StatusMaxIterations, ""
-		}
-		r.snap.Messages = append(r.snap.Messages, sampler.UserMessage(r.callTools(ctx, it, calls)...))
-		r.save()
-		r.endIteration(it, calls, start)
-		if ctx.Err() != nil {
+		case ctx.Err() != nil:
 			return r.failure(ctx, ctx.Err())
 		}
 	}
-	return StatusMaxIterations, ""
 }
 
 // sample asks the model for iteration it of the transcript.
@@ -234,7 +232,11 @@ func (r *run) answered(it int, res *sampler.Result, start time.Time) []sampler.T
 // endIteration records the end of iteration it, begun at start, whose
 // answer called calls.
 func (r *run) endIteration(it int, calls []sampler.ToolCall, start time.Time) {
-	r.emit(EventIterationCompleted, iterationEvent{TraceID: r.snap.TraceID, Iteration: it, ToolCalls: names(calls),
+	names := make([]string, len(calls))
+	for i, c := range calls {
+		names[i] = c.Name
+	}
+	r.emit(EventIterationCompleted, iterationEvent{TraceID: r.snap.TraceID, Iteration: it, ToolCalls: names,
 		DurationMs: time.Since(start).Milliseconds()})
 	if r.onIteration != nil {
 		r.onIteration(it)
@@ -368,12 +370,4 @@ func (r *run) execute(ctx context.Context, c sampler.ToolCall) (*tools.Result, e
 	default:
 		return nil, fmt.Errorf("tool %q failed: %v", c.Name, err)
 	}
-}
-
-func names(calls []sampler.ToolCall) []string {
-	out := make([]string, len(calls))
-	for i, c := range calls {
-		out[i] = c.Name
-	}
-	return out
 }
