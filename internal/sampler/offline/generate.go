@@ -79,7 +79,7 @@ func generate(ctx context.Context, compiled *sampler.Schema, raw json.RawMessage
 	g.index(g.root)
 	nodes := []*schema{g.root}
 	if toolArgs {
-		nodes = append(nodes, &schema{Type: types{"object"}})
+		nodes = append(nodes, &schema{Type: "object"})
 	}
 	var best json.RawMessage
 	fewest := 0
@@ -226,10 +226,10 @@ func (g *generator) child(st state, seg, hint string, variant int) state {
 type view struct {
 	unsat bool
 	// types lists the types allowed, in the order of the first type
-	// keyword; nil allows all, and then implied holds the types keywords
-	// imply.
-	types   types
-	implied map[string]bool
+	// keyword; nil allows all, and then implied is the lowest rank of the
+	// types keywords imply (see schema.implied).
+	types   []string
+	implied int
 	consts  []json.RawMessage
 	enums   [][]json.RawMessage
 	samples []json.RawMessage
@@ -261,8 +261,8 @@ type view struct {
 }
 
 func (g *generator) flatten(c conj) *view {
-	v := &view{maxLen: math.MaxInt, maxItems: math.MaxInt, maxProps: math.MaxInt,
-		implied: map[string]bool{}, props: map[string][]*schema{}, depReq: map[string][]string{}}
+	v := &view{maxLen: math.MaxInt, maxItems: math.MaxInt, maxProps: math.MaxInt, implied: 4,
+		props: map[string][]*schema{}, depReq: map[string][]string{}}
 	for _, n := range c.nodes {
 		g.addNode(v, n, c, 0)
 	}
@@ -284,9 +284,9 @@ func (g *generator) addNode(v *view, s *schema, c conj, refDepth int) {
 		}
 	}
 	if s.Type != nil {
-		v.types = intersect(v.types, s.Type)
+		v.types = intersect(v.types, typeNames(s.Type))
 	}
-	v.implied[s.impliedType()] = true
+	v.implied = min(v.implied, s.implied())
 	if s.Const != nil {
 		v.consts = append(v.consts, s.Const)
 	}
@@ -411,11 +411,11 @@ func tighter(cur *big.Rat, curExcl bool, m *big.Rat, excl bool, sign int) (*big.
 
 // intersect returns the types of have (nil: all) that add allows too, an
 // integer being a number.
-func intersect(have, add types) types {
+func intersect(have, add []string) []string {
 	if have == nil {
-		return append(types{}, add...)
+		return add
 	}
-	out := types{}
+	out := []string{}
 	for _, t := range have {
 		switch {
 		case slices.Contains(add, t):
@@ -438,12 +438,7 @@ func chooseType(v *view) string {
 		}
 		return "null"
 	}
-	for _, t := range []string{"object", "array", "string", "number"} {
-		if v.implied[t] {
-			return t
-		}
-	}
-	return "string"
+	return [...]string{"object", "array", "string", "number", "string"}[v.implied]
 }
 
 // gen returns a value for c. ok is false when it could not build one that
@@ -590,7 +585,7 @@ func (g *generator) genArray(v *view, st state) ([]byte, bool) {
 		if i < len(v.prefix) {
 			nodes = v.prefix[i]
 		}
-		if i == n-1 {
+		if i == n-1 && len(v.contains) > 0 {
 			nodes = slices.Concat(nodes, v.contains)
 		}
 		// Items vary only when they must differ.

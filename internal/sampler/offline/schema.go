@@ -29,7 +29,7 @@ type schema struct {
 	Defs          map[string]*schema `json:"$defs"`
 	Definitions   map[string]*schema `json:"definitions"`
 
-	Type     types             `json:"type"`
+	Type     any               `json:"type"` // a type name or a list of them
 	Const    json.RawMessage   `json:"const"`
 	Enum     []json.RawMessage `json:"enum"`
 	Examples []json.RawMessage `json:"examples"`
@@ -88,35 +88,38 @@ func (s *schema) UnmarshalJSON(b []byte) error {
 	return json.Unmarshal(b, (*plain)(s))
 }
 
-// impliedType returns the type the keywords of s imply ("" for none):
-// object keywords before array, string and number ones.
-func (s *schema) impliedType() string {
+// implied returns the type the keywords of s imply, by rank: 0 object, 1
+// array, 2 string, 3 number, 4 none (the default, string). Of several, the
+// lowest rank wins.
+func (s *schema) implied() int {
 	switch {
 	case s.Properties.byName != nil || s.PatternProperties.byName != nil || s.AdditionalProperties != nil ||
 		s.Required != nil || s.MinProperties != nil || s.MaxProperties != nil ||
 		len(s.DependentRequired) > 0 || len(s.Dependencies) > 0:
-		return "object"
+		return 0
 	case s.PrefixItems != nil || s.Items != nil || s.MinItems != nil || s.MaxItems != nil || s.UniqueItems || s.Contains != nil:
-		return "array"
+		return 1
 	case s.MinLength != nil || s.MaxLength != nil || s.Pattern != "" || s.Format != "":
-		return "string"
+		return 2
 	case s.Minimum != "" || s.Maximum != "" || s.ExclusiveMinimum != "" || s.ExclusiveMaximum != "" || s.MultipleOf != "":
-		return "number"
+		return 3
 	}
-	return ""
+	return 4
 }
 
-// types is the type keyword: the names of the types it allows.
-type types []string
-
-// UnmarshalJSON decodes one type name or a list of them.
-func (t *types) UnmarshalJSON(b []byte) error {
-	var name string
-	if json.Unmarshal(b, &name) == nil {
-		*t = types{name}
-		return nil
+// typeNames returns the names a type keyword lists: one name or a list.
+func typeNames(t any) []string {
+	if name, ok := t.(string); ok {
+		return []string{name}
 	}
-	return json.Unmarshal(b, (*[]string)(t))
+	list, _ := t.([]any)
+	names := make([]string, 0, len(list))
+	for _, x := range list {
+		if name, ok := x.(string); ok {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // members is an object of subschemas (properties, patternProperties) with
