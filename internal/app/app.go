@@ -113,17 +113,14 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	if pc.Redis.URL != "" {
 		redisMetrics = metrics.NewRedis(reg)
 	}
-	guard, closeLimits, err := newGuard(pc, m, redisMetrics, o.Logger)
+	guard, err := a.newGuard(pc, m, redisMetrics, o.Logger)
 	if err != nil {
 		return nil, err
 	}
-	a.release = append(a.release, closeLimits)
-	store, err := openStore(ctx, o.Runs, pc.Redis, redisMetrics, o.Logger)
+	storeReady, err := a.openStore(ctx, o.Runs, pc.Redis, redisMetrics, o.Logger)
 	if err != nil {
 		return nil, err
 	}
-	a.store = store.Store
-	a.release = append(a.release, store.Close, store.close)
 	a.engine = loop.New(loop.Options{Sampler: svc, Tools: a.tools, Store: a.store, Access: guard, Metrics: m, Logger: o.Logger})
 	samplingHost := host.New(host.Options{Sampler: svc, Catalog: cat, Loops: a.engine, Tools: a.tools,
 		Servers: samplingPolicies(pc.MCPServers), Metrics: m, Logger: o.Logger})
@@ -145,7 +142,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		Runs:         a.store,
 		Tools:        a.tools,
 		Ready: func(ctx context.Context) error {
-			if err := store.ready(ctx); err != nil {
+			if err := storeReady(ctx); err != nil {
 				return err
 			}
 			return a.tools.Ready()
@@ -177,10 +174,9 @@ func (a *App) Close() error {
 }
 
 // free calls what release holds.
-func (a *App) free() error {
-	errs := make([]error, len(a.release))
-	for i, f := range a.release {
-		errs[i] = f()
+func (a *App) free() (err error) {
+	for _, f := range a.release {
+		err = errors.Join(err, f())
 	}
-	return errors.Join(errs...)
+	return err
 }

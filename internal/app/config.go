@@ -1,7 +1,6 @@
 package app
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -73,8 +72,8 @@ func samplingPolicies(servers map[string]config.MCPServer) map[string]host.Polic
 
 // newGuard builds the access guard of the configured API keys and limits,
 // and creates their metric series. With keys and a Redis URL, the keys'
-// limits are shared through Redis (openLimits); closeShared releases that.
-func newGuard(c *config.Config, m *metrics.Metrics, rm *metrics.Redis, log *slog.Logger) (g *access.Guard, closeShared func() error, err error) {
+// limits are shared through Redis (openLimits).
+func (a *App) newGuard(c *config.Config, m *metrics.Metrics, rm *metrics.Redis, log *slog.Logger) (*access.Guard, error) {
 	lim := c.Limits.WithDefaults()
 	o := access.Options{InFlightSamples: lim.InFlightSamples, Logger: log,
 		Unchecked: func(limit string) { m.LimitUnchecked.WithLabelValues(limit).Inc() }}
@@ -86,7 +85,7 @@ func newGuard(c *config.Config, m *metrics.Metrics, rm *metrics.Redis, log *slog
 		if k.Hash != "" {
 			d, err := access.ParseDigest(k.Hash)
 			if err != nil {
-				return nil, nil, fmt.Errorf("apiKeys: %s: %w", k.Name, err)
+				return nil, fmt.Errorf("apiKeys: %s: %w", k.Name, err)
 			}
 			key.Digest = d
 		} else {
@@ -94,19 +93,20 @@ func newGuard(c *config.Config, m *metrics.Metrics, rm *metrics.Redis, log *slog
 		}
 		o.Keys = append(o.Keys, key)
 	}
-	closeShared = func() error { return nil }
-	if len(o.Keys) > 0 { // without keys there are no per-key limits to share
-		if o.Shared, closeShared, err = openLimits(c.Redis, rm, log); err != nil {
-			return nil, nil, err
+	if len(o.Keys) > 0 && c.Redis.URL != "" { // without keys there are no per-key limits to share
+		var err error
+		if o.Shared, err = a.openLimits(c.Redis, rm, log); err != nil {
+			return nil, err
 		}
 	}
-	if g, err = access.New(o); err != nil {
-		return nil, nil, errors.Join(err, closeShared())
+	g, err := access.New(o)
+	if err != nil {
+		return nil, err
 	}
 	names := g.Names()
 	if len(names) == 0 {
 		names = []string{metrics.AnonymousKey}
 	}
 	m.AccessKeys(names)
-	return g, closeShared, nil
+	return g, nil
 }

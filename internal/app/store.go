@@ -25,14 +25,6 @@ import (
 // URL's pool_size (go-redis's default otherwise).
 const redisReadsPool = 4096
 
-// runStore is the store of loop runs the configuration asks for, what
-// /readyz asks it, and how to release it after the store closed.
-type runStore struct {
-	runs.Store
-	ready func(context.Context) error
-	close func() error
-}
-
 // redisOptions are the client options of the configured Redis URL for
 // user (the run store, the limits): each call bounded by its context, not
 // go-redis's socket timeouts, and maintenance notifications off — in its
@@ -50,20 +42,23 @@ func redisOptions(rc config.Redis, user string) (*goredis.Options, error) {
 	return opt, nil
 }
 
-// openStore returns given if set, else the in-memory store, or the Redis
-// one when a Redis URL is configured (m records its Redis operations). An
-// unreachable Redis does not stop the start: it is logged, /readyz answers
-// 503 until Redis answers, and sampling without loops goes on.
-func openStore(ctx context.Context, given runs.Store, rc config.Redis, m *metrics.Redis, log *slog.Logger) (runStore, error) {
+// openStore sets the store of loop runs: given if set, else the in-memory
+// store, or the Redis one when a Redis URL is configured (m records its
+// Redis operations). ready is what /readyz asks it. An unreachable Redis
+// does not stop the start: it is logged, /readyz answers 503 until Redis
+// answers, and sampling without loops goes on.
+func (a *App) openStore(ctx context.Context, given runs.Store, rc config.Redis, m *metrics.Redis, log *slog.Logger) (ready func(context.Context) error, err error) {
 	if given != nil || rc.URL == "" {
-		if given == nil {
-			given = memory.New(memory.Options{})
+		a.store = given
+		if a.store == nil {
+			a.store = memory.New(memory.Options{})
 		}
-		return runStore{Store: given, ready: func(context.Context) error { return nil }, close: func() error { return nil }}, nil
+		a.release = append(a.release, a.store.Close)
+		return func(context.Context) error { return nil }, nil
 	}
 	opt, err := redisOptions(rc, "run store")
 	if err != nil {
-		return runStore{}, err
+		return nil, err
 	}
 	// The store retries appends itself, looking first whether the last
 	// try was done: a retry of go-redis's could add an event twice.
@@ -71,14 +66,15 @@ func openStore(ctx context.Context, given runs.Store, rc config.Redis, m *metric
 	readOpt := *opt
 	readOpt.PoolSize = redisReadsPool
 	c, reads := goredis.NewClient(opt), goredis.NewClient(&readOpt)
-	s := runsredis.New(c, runsredis.Options{Reads: reads, Observe: m.Observe,
+	a.store = runsredis.New(c, runsredis.Options{Reads: reads, Observe: m.Observe,
 		Lease: time.Duration(rc.LeaseTTL), Abandon: loop.Abandoned})
+	a.release = append(a.release, a.store.Close, c.Close, reads.Close)
 	ping := func(ctx context.Context) error {
 		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
 		return c.Ping(ctx).Err()
 	}
-	ready := func(ctx context.Context) error {
+	ready = func(ctx context.Context) error {
 		if err := ping(ctx); err != nil {
 			return fmt.Errorf("run store: Redis at %s does not answer", opt.Addr)
 		}
@@ -89,30 +85,27 @@ func openStore(ctx context.Context, given runs.Store, rc config.Redis, m *metric
 	} else {
 		log.Info("runs are kept in Redis", "addr", opt.Addr, "db", opt.DB)
 	}
-	return runStore{Store: s, ready: ready, close: func() error { return errors.Join(c.Close(), reads.Close()) }}, nil
+	return ready, nil
 }
 
-// openLimits returns where the API keys' rates and loops are counted: in
-// Redis when a Redis URL is configured, shared by every replica using it,
-// with a client of its own, its operations recorded in m; nil (in this
-// process) otherwise. closeShared stops renewing loop leases and closes
-// the client; call it after the loops were drained, so that their ends
+// openLimits returns the API keys' rates and loops counted in Redis,
+// shared by every replica using it, with a client of its own, its
+// operations recorded in m. Its release stops renewing loop leases and
+// closes the client, after the loops were drained, so that their ends
 // reach Redis.
-func openLimits(rc config.Redis, m *metrics.Redis, log *slog.Logger) (shared access.SharedLimits, closeShared func() error, err error) {
-	if rc.URL == "" {
-		return nil, func() error { return nil }, nil
-	}
+func (a *App) openLimits(rc config.Redis, m *metrics.Redis, log *slog.Logger) (access.SharedLimits, error) {
 	// Each limit check is bounded by its context (access.DefaultLimitTimeout).
 	opt, err := redisOptions(rc, "limits")
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	c := goredis.NewClient(opt)
 	l := access.NewRedisLimits(c, access.RedisOptions{Logger: log, Observe: m.Observe})
 	log.Info("API keys' rates and loop caps are shared through Redis; they are let in unchecked while Redis does not answer",
 		"addr", opt.Addr, "timeout", access.DefaultLimitTimeout, "loopLease", access.DefaultLoopLease)
-	return l, func() error {
+	a.release = append(a.release, func() error {
 		l.Close()
 		return c.Close()
-	}, nil
+	})
+	return l, nil
 }
