@@ -47,7 +47,7 @@ type loopBody struct {
 	Model            string                    `json:"model"`
 	ModelPreferences *sampler.ModelPreferences `json:"modelPreferences"`
 	AllowedTools     []string                  `json:"allowedTools"`
-	ToolChoice       *sampler.ToolChoice       `json:"toolChoice"`
+	ToolChoice       json.RawMessage           `json:"toolChoice"` // a sampler.ToolChoice (see decodeAt)
 	MaxIterations    *int                      `json:"maxIterations"`
 	TimeoutMs        *int64                    `json:"timeoutMs"`
 	MaxTokens        *int                      `json:"maxTokens"`
@@ -71,7 +71,7 @@ func (s *server) handleStartLoop(w http.ResponseWriter, r *http.Request) {
 	}
 	// The engine checks the limits and fills in its defaults.
 	spec := loop.Spec{Origin: loop.Origin{Kind: loop.OriginHTTP}, SystemPrompt: b.SystemPrompt, ModelSpec: b.Model, ModelPreferences: b.ModelPreferences,
-		AllowedTools: b.AllowedTools, ToolChoice: b.ToolChoice, Temperature: b.Temperature,
+		AllowedTools: b.AllowedTools, Temperature: b.Temperature,
 		MaxIterations: b.MaxIterations, MaxTokens: b.MaxTokens}
 	if b.TimeoutMs != nil {
 		d := time.Duration(*b.TimeoutMs) * time.Millisecond
@@ -80,7 +80,7 @@ func (s *server) handleStartLoop(w http.ResponseWriter, r *http.Request) {
 		}
 		spec.Timeout = &d
 	}
-	var errs []sampler.FieldError
+	errs := decodeAt("/toolChoice", b.ToolChoice, &spec.ToolChoice)
 	switch {
 	case b.Prompt != nil && b.Messages != nil:
 		errs = append(errs, sampler.FieldError{Path: "/prompt", Message: "give either prompt or messages, not both"})

@@ -7,9 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strconv"
-
-	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/sampled/sampled/internal/sampler"
 )
@@ -27,59 +24,11 @@ type sampleBody struct {
 	Model            string                    `json:"model"`
 	Schema           json.RawMessage           `json:"schema"`
 	Tools            []json.RawMessage         `json:"tools"`
-	ToolChoice       *sampler.ToolChoice       `json:"toolChoice"`
-	// ToolChoiceDraft is the draft spelling, accepted on input.
-	ToolChoiceDraft *sampler.ToolChoice `json:"tool_choice"`
-	Retries         *int                `json:"retries"`
-}
-
-// sampleNames are the members of a sampleBody, in the order readTokens
-// numbers them.
-var sampleNames = []string{"prompt", "messages", "systemPrompt", "maxTokens", "temperature", "stopSequences",
-	"metadata", "model", "schema", "tools", "retries"}
-
-// readTokens reads the body token by token, without reflection: every
-// sampling request has one (see decodeBody). It reads the members above
-// and reports false for the rest (modelPreferences and toolChoice, which
-// decode themselves, any other member, a null where a JSON value is kept),
-// leaving them to the reflecting decoder.
-func (b *sampleBody) readTokens(d *jsontext.Decoder, strict bool) bool {
-	return sampler.ReadObject(d, sampleNames, strict, func(i int) bool {
-		switch i {
-		case 0:
-			return readPointer(d, &b.Prompt, sampler.ReadString)
-		case 1:
-			return sampler.ReadArray(d, &b.Messages, func(m *json.RawMessage) bool { return sampler.ReadRaw(d, m) })
-		case 2:
-			return sampler.ReadString(d, &b.SystemPrompt)
-		case 3:
-			return readPointer(d, &b.MaxTokens, sampler.ReadInt)
-		case 4:
-			return readPointer(d, &b.Temperature, sampler.ReadFloat)
-		case 5:
-			return sampler.ReadArray(d, &b.StopSequences, func(s *string) bool { return sampler.ReadString(d, s) })
-		case 6:
-			return sampler.ReadRaw(d, &b.Metadata)
-		case 7:
-			return sampler.ReadString(d, &b.Model)
-		case 8:
-			return sampler.ReadRaw(d, &b.Schema)
-		case 9:
-			return sampler.ReadArray(d, &b.Tools, func(t *json.RawMessage) bool { return sampler.ReadRaw(d, t) })
-		}
-		return readPointer(d, &b.Retries, sampler.ReadInt)
-	})
-}
-
-func (b *sampleBody) reset() { *b = sampleBody{} }
-
-// readPointer reads a value into a new *p with read; null leaves *p nil.
-func readPointer[T any](d *jsontext.Decoder, p **T, read func(*jsontext.Decoder, *T) bool) bool {
-	if sampler.ReadNull(d) {
-		return true
-	}
-	*p = new(T)
-	return read(d, *p)
+	// ToolChoice and the draft spelling ToolChoiceDraft, accepted on
+	// input, are sampler.ToolChoice, which decodes itself (see decodeAt).
+	ToolChoice      json.RawMessage `json:"toolChoice"`
+	ToolChoiceDraft json.RawMessage `json:"tool_choice"`
+	Retries         *int            `json:"retries"`
 }
 
 // resultBody is the body of a 200 response of POST /v1/sample and its
@@ -99,63 +48,6 @@ type resultBody struct {
 	ToolCalls  []sampler.ToolCall  `json:"toolCalls,omitzero"`
 }
 
-// MarshalJSON writes the body as encoding/json writes it from the tags
-// above; see AppendJSON.
-func (b *resultBody) MarshalJSON() ([]byte, error) {
-	return b.AppendJSON(make([]byte, 0, 192+2*len(b.Text)))
-}
-
-// AppendJSON appends the body, as encoding/json writes it from the tags
-// above, without reflection over its members: every sampling answer is
-// one. The members of schema and tools mode only go through encoding/json.
-func (b *resultBody) AppendJSON(buf []byte) ([]byte, error) {
-	buf = sampler.AppendJSONString(append(buf, `{"model":`...), b.Model)
-	buf = sampler.AppendJSONString(append(buf, `,"provider":`...), b.Provider)
-	buf = sampler.AppendJSONString(append(buf, `,"role":`...), string(b.Role))
-	buf = append(buf, `,"content":`...)
-	if b.Content == nil {
-		buf = append(buf, "null"...)
-	} else {
-		buf = append(buf, '[')
-		for i, c := range b.Content {
-			if i > 0 {
-				buf = append(buf, ',')
-			}
-			var err error
-			if buf, err = c.AppendJSON(buf); err != nil {
-				return nil, err
-			}
-		}
-		buf = append(buf, ']')
-	}
-	buf = sampler.AppendJSONString(append(buf, `,"text":`...), b.Text)
-	if b.StopReason != "" {
-		buf = sampler.AppendJSONString(append(buf, `,"stopReason":`...), b.StopReason)
-	}
-	buf = strconv.AppendInt(append(buf, `,"usage":{"inputTokens":`...), int64(b.Usage.InputTokens), 10)
-	buf = strconv.AppendInt(append(buf, `,"outputTokens":`...), int64(b.Usage.OutputTokens), 10)
-	buf = strconv.AppendInt(append(buf, `},"attempts":`...), int64(b.Attempts), 10)
-	buf = strconv.AppendInt(append(buf, `,"durationMs":`...), b.DurationMs, 10)
-	if b.Parsed != nil {
-		buf = sampler.AppendJSONRaw(append(buf, `,"parsed":`...), b.Parsed)
-	}
-	if b.ParseError != nil {
-		v, err := json.Marshal(b.ParseError)
-		if err != nil {
-			return nil, err
-		}
-		buf = append(append(buf, `,"parseError":`...), v...)
-	}
-	if b.ToolCalls != nil {
-		v, err := json.Marshal(b.ToolCalls)
-		if err != nil {
-			return nil, err
-		}
-		buf = append(append(buf, `,"toolCalls":`...), v...)
-	}
-	return append(buf, '}'), nil
-}
-
 func newResultBody(res *sampler.Result) *resultBody {
 	if res == nil {
 		return nil
@@ -168,6 +60,9 @@ func newResultBody(res *sampler.Result) *resultBody {
 // params checks the body's own rules and converts it for the domain.
 func (b *sampleBody) params(defaultMaxTokens int, endpoint string) (*sampler.Params, error) {
 	tools, errs := decodeItems[sampler.Tool]("tools", b.Tools)
+	var choice, draft *sampler.ToolChoice
+	errs = append(errs, decodeAt("/toolChoice", b.ToolChoice, &choice)...)
+	errs = append(errs, decodeAt("/tool_choice", b.ToolChoiceDraft, &draft)...)
 	add := func(path, format string, args ...any) {
 		errs = append(errs, sampler.FieldError{Path: path, Message: fmt.Sprintf(format, args...)})
 	}
@@ -182,7 +77,7 @@ func (b *sampleBody) params(defaultMaxTokens int, endpoint string) (*sampler.Par
 	if b.Retries != nil && endpoint == "sample" {
 		add("/retries", "retries applies to /v1/sample/schema and /v1/sample/tools only")
 	}
-	if b.ToolChoice != nil && b.ToolChoiceDraft != nil {
+	if choice != nil && draft != nil {
 		add("/tool_choice", "give toolChoice or tool_choice, not both")
 	}
 	if len(b.Schema) > 0 && string(b.Schema) == "null" {
@@ -197,7 +92,7 @@ func (b *sampleBody) params(defaultMaxTokens int, endpoint string) (*sampler.Par
 			Metadata:      b.Metadata,
 			Schema:        b.Schema,
 			Tools:         tools,
-			ToolChoice:    b.ToolChoice,
+			ToolChoice:    choice,
 		},
 		ModelSpec:        b.Model,
 		ModelPreferences: b.ModelPreferences,
@@ -207,7 +102,7 @@ func (b *sampleBody) params(defaultMaxTokens int, endpoint string) (*sampler.Par
 		p.MaxTokens = *b.MaxTokens
 	}
 	if p.ToolChoice == nil {
-		p.ToolChoice = b.ToolChoiceDraft
+		p.ToolChoice = draft
 	}
 	if b.Prompt != nil {
 		p.Messages = []sampler.Message{sampler.UserMessage(sampler.TextBlock(*b.Prompt))}

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	sse "github.com/tmaxmax/go-sse"
@@ -92,7 +91,7 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 	var batch bytes.Buffer
 	events := sub.Events()
 	for ev := range events {
-		batch.Write(s.frames.encode(ev))
+		batch.Write(encodeEvent(ev))
 		// Gather the events already queued (a replay, or a subscriber that
 		// fell behind) into one write, in batches of bounded size.
 		open := true
@@ -101,7 +100,7 @@ func (s *server) streamEvents(w http.ResponseWriter, r *http.Request, id string,
 			select {
 			case ev, open = <-events:
 				if open {
-					batch.Write(s.frames.encode(ev))
+					batch.Write(encodeEvent(ev))
 				}
 			default:
 				break gather
@@ -144,38 +143,6 @@ func encodeEvent(ev runs.Event) []byte {
 	m := sse.Message{ID: sse.ID(strconv.FormatInt(ev.ID, 10)), Type: sse.Type(ev.Name)}
 	m.AppendData(string(ev.Data))
 	b, _ := m.MarshalText() // a bytes.Buffer does not fail
-	return b
-}
-
-// maxCachedFrame bounds the size of an encoding frameCache keeps.
-const maxCachedFrame = 16 << 10
-
-// frameCache keeps the SSE encodings of recent events. The streams of a
-// run write the same events at about the same time, so that one encoding
-// serves all of them. An encoding is reused only for an event with the
-// same id, name and data, so a stale or colliding entry costs an encoding,
-// never a wrong message. The zero value is an empty cache.
-type frameCache struct {
-	slots [64]atomic.Pointer[frame]
-}
-
-// frame is an event and its encoding.
-type frame struct {
-	ev runs.Event
-	b  []byte
-}
-
-// encode returns ev as an SSE message. The result is shared: do not
-// modify it.
-func (c *frameCache) encode(ev runs.Event) []byte {
-	slot := &c.slots[uint64(ev.ID)%uint64(len(c.slots))]
-	if f := slot.Load(); f != nil && f.ev.ID == ev.ID && f.ev.Name == ev.Name && bytes.Equal(f.ev.Data, ev.Data) {
-		return f.b
-	}
-	b := encodeEvent(ev)
-	if len(b) <= maxCachedFrame {
-		slot.Store(&frame{ev: ev, b: b})
-	}
 	return b
 }
 

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,7 +17,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	sse "github.com/tmaxmax/go-sse"
 
-	"github.com/sampled/sampled/internal/runs"
 	"github.com/sampled/sampled/internal/sampler"
 )
 
@@ -374,51 +372,4 @@ func TestStalledClientIsCut(t *testing.T) {
 		fill(t, s)
 		cut(t, s)
 	})
-}
-
-// TestFrameCache: the cache hands out an event's encoding once made, and
-// never another event's, whatever collides in its slots.
-func TestFrameCache(t *testing.T) {
-	var c frameCache
-	ev := func(id int64, name, data string) runs.Event {
-		return runs.Event{ID: id, Name: name, Data: json.RawMessage(data)}
-	}
-	big := ev(9, "tool.completed", fmt.Sprintf(`{"pad":%q}`, strings.Repeat("x", maxCachedFrame)))
-	tests := []struct {
-		name   string
-		first  runs.Event // encoded first
-		then   runs.Event
-		shared bool // then gets first's bytes
-	}{
-		{"the same event", ev(1, "a", `{"n":1}`), ev(1, "a", `{"n":1}`), true},
-		{"another name", ev(2, "a", `{"n":1}`), ev(2, "b", `{"n":1}`), false},
-		{"other data", ev(3, "a", `{"n":1}`), ev(3, "a", `{"n":2}`), false},
-		{"another id in the same slot", ev(4, "a", `{"n":1}`), ev(4+int64(len(c.slots)), "a", `{"n":1}`), false},
-		{"too large to keep", big, big, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			a := c.encode(tt.first)
-			b := c.encode(tt.then)
-			if diff := cmp.Diff([]string{string(encodeEvent(tt.first)), string(encodeEvent(tt.then))}, []string{string(a), string(b)}); diff != "" {
-				t.Errorf("encodings (-want +got):\n%s", diff)
-			}
-			if shared := &a[0] == &b[0]; shared != tt.shared {
-				t.Errorf("the second encoding shares the first's bytes: %v, want %v", shared, tt.shared)
-			}
-		})
-	}
-	// Many streams at once (run with -race).
-	want := string(encodeEvent(ev(5, "a", `{"n":5}`)))
-	var wg sync.WaitGroup
-	got := make([]string, 50)
-	for i := range got {
-		wg.Go(func() { got[i] = string(c.encode(ev(5, "a", `{"n":5}`))) })
-	}
-	wg.Wait()
-	for i, g := range got {
-		if g != want {
-			t.Errorf("stream %d: %q, want %q", i, g, want)
-		}
-	}
 }

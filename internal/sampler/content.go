@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
-	"sort"
-	"strconv"
 )
 
 // Role is the author of a message: RoleUser or RoleAssistant.
@@ -155,122 +153,60 @@ func (c *Content) setExtra(k string, v json.RawMessage) {
 	c.Extra[k] = v
 }
 
-// MarshalJSON encodes the block with the members its type requires.
+// MarshalJSON encodes the block with the members its type requires, then
+// the members kept in Extra.
 func (c Content) MarshalJSON() ([]byte, error) {
-	return c.AppendJSON(make([]byte, 0, 32+len(c.Text)+len(c.Data)+len(c.Input)))
-}
-
-// AppendJSON appends the block's JSON, as MarshalJSON writes it, to buf.
-func (c Content) AppendJSON(buf []byte) ([]byte, error) {
-	buf = append(buf, '{')
-	buf = appendMember(buf, "type")
-	buf = AppendJSONString(buf, c.Type)
-	var err error
+	w := blockWire{Type: c.Type, Annotations: c.Annotations, Meta: c.Meta}
 	switch c.Type {
 	case BlockText:
-		buf = AppendJSONString(appendMember(buf, "text"), c.Text)
+		w.Text = &c.Text
 	case BlockImage, BlockAudio:
-		buf = AppendJSONString(appendMember(buf, "data"), c.Data)
-		buf = AppendJSONString(appendMember(buf, "mimeType"), c.MIMEType)
+		w.Data, w.MIMEType = &c.Data, &c.MIMEType
 	case BlockToolUse:
-		input := c.Input
-		if len(input) == 0 {
-			input = json.RawMessage("{}")
+		w.ID, w.Name, w.Input = &c.ID, &c.Name, c.Input
+		if len(w.Input) == 0 {
+			w.Input = json.RawMessage("{}")
 		}
-		buf = AppendJSONString(appendMember(buf, "id"), c.ID)
-		buf = AppendJSONString(appendMember(buf, "name"), c.Name)
-		buf = AppendJSONRaw(appendMember(buf, "input"), input)
 	case BlockToolResult:
-		blocks := c.Content
-		if blocks == nil {
-			blocks = []Content{}
-		}
-		buf = AppendJSONString(appendMember(buf, "toolUseId"), c.ToolUseID)
-		var b []byte
-		if b, err = json.Marshal(blocks); err != nil {
-			return nil, err
-		}
-		buf = append(appendMember(buf, "content"), b...)
-		if len(c.StructuredContent) > 0 {
-			buf = AppendJSONRaw(appendMember(buf, "structuredContent"), c.StructuredContent)
-		}
-		if c.IsError != nil {
-			buf = strconv.AppendBool(appendMember(buf, "isError"), *c.IsError)
+		w.ToolUseID, w.Content, w.StructuredContent, w.IsError = &c.ToolUseID, c.Content, c.StructuredContent, c.IsError
+		if w.Content == nil {
+			w.Content = []Content{}
 		}
 	default:
 		// Other block types (resource_link, resource) carry their modelled
 		// string members only when set.
-		for _, kv := range []struct{ k, v string }{{"text", c.Text}, {"data", c.Data}, {"mimeType", c.MIMEType}, {"id", c.ID}, {"name", c.Name}} {
-			if kv.v != "" {
-				buf = AppendJSONString(appendMember(buf, kv.k), kv.v)
-			}
-		}
+		w.Text, w.Data, w.MIMEType, w.ID, w.Name = ifSet(&c.Text), ifSet(&c.Data), ifSet(&c.MIMEType), ifSet(&c.ID), ifSet(&c.Name)
 	}
-	if len(c.Annotations) > 0 {
-		buf = AppendJSONRaw(appendMember(buf, "annotations"), c.Annotations)
+	b, err := json.Marshal(w)
+	if err != nil || len(c.Extra) == 0 {
+		return b, err
 	}
-	if len(c.Meta) > 0 {
-		buf = AppendJSONRaw(appendMember(buf, "_meta"), c.Meta)
-	}
-	if len(c.Extra) > 0 {
-		keys := make([]string, 0, len(c.Extra))
-		for k := range c.Extra {
-			keys = append(keys, k)
-		}
-		sort.Strings(keys)
-		for _, k := range keys {
-			buf = append(AppendJSONString(append(buf, ','), k), ':')
-			buf = AppendJSONRaw(buf, c.Extra[k])
-		}
-	}
-	return append(buf, '}'), nil
+	return withExtra(b, c.Extra)
 }
 
-// appendMember appends a member's name, which needs no escaping, and its
-// colon, after a comma unless it is the first member of the object at the
-// end of buf.
-func appendMember(buf []byte, k string) []byte {
-	if buf[len(buf)-1] != '{' {
-		buf = append(buf, ',')
+// ifSet returns s, or nil when *s is empty.
+func ifSet(s *string) *string {
+	if *s == "" {
+		return nil
 	}
-	buf = append(buf, '"')
-	buf = append(buf, k...)
-	return append(buf, '"', ':')
+	return s
 }
 
-// AppendJSONRaw appends the JSON value raw as encoding/json writes a
-// json.RawMessage inside a value: compact, with <, > and & escaped in its
-// strings. A value that holds no whitespace and none of those characters
-// is copied as it is.
-func AppendJSONRaw(buf []byte, raw json.RawMessage) []byte {
-	for _, b := range raw {
-		switch b {
-		case ' ', '\t', '\n', '\r', '<', '>', '&', 0xE2: // 0xE2 leads U+2028 and U+2029
-			var compact bytes.Buffer
-			if json.Compact(&compact, raw) != nil {
-				return append(buf, raw...) // not JSON: encoding/json refuses it
-			}
-			var escaped bytes.Buffer
-			json.HTMLEscape(&escaped, compact.Bytes())
-			return append(buf, escaped.Bytes()...)
-		}
-	}
-	return append(buf, raw...)
-}
-
-// AppendJSONString appends s as a JSON string, byte for byte as
-// json.Marshal writes it. Printable ASCII other than the characters json.Marshal escapes
-// is copied as it is; any other string goes through json.Marshal.
-func AppendJSONString(buf []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if b := s[i]; b < 0x20 || b >= 0x80 || b == '"' || b == '\\' || b == '<' || b == '>' || b == '&' {
-			q, _ := json.Marshal(s) // a string always marshals
-			return append(buf, q...)
-		}
-	}
-	buf = append(buf, '"')
-	buf = append(buf, s...)
-	return append(buf, '"')
+// blockWire is a content block as it is written: nil members are left out.
+type blockWire struct {
+	Type              string          `json:"type"`
+	Text              *string         `json:"text,omitempty"`
+	Data              *string         `json:"data,omitempty"`
+	MIMEType          *string         `json:"mimeType,omitempty"`
+	ID                *string         `json:"id,omitempty"`
+	Name              *string         `json:"name,omitempty"`
+	Input             json.RawMessage `json:"input,omitempty"`
+	ToolUseID         *string         `json:"toolUseId,omitempty"`
+	Content           []Content       `json:"content,omitzero"`
+	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
+	IsError           *bool           `json:"isError,omitempty"`
+	Annotations       json.RawMessage `json:"annotations,omitempty"`
+	Meta              json.RawMessage `json:"_meta,omitempty"`
 }
 
 // Message is MCP's SamplingMessage. On input Content may be one block or an

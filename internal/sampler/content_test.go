@@ -32,48 +32,6 @@ func TestStructuredText(t *testing.T) {
 	}
 }
 
-// TestAppendString: a block's strings are written byte for byte as
-// json.Marshal writes them, escapes and invalid UTF-8 included.
-func TestAppendString(t *testing.T) {
-	for _, s := range []string{"", "Paris.", `say "hi"`, `a\b`, "tab\there", "line\nbreak", "\x00\x1f", "<b>&</b>",
-		"héllo", "日本", "\u2028\u2029", "bad \xff utf-8", "emoji 😀", "\x7f"} {
-		want, err := json.Marshal(s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := AppendJSONString([]byte("x"), s); string(got) != "x"+string(want) {
-			t.Errorf("AppendJSONString(%q) = %s, want x%s", s, got, want)
-		}
-	}
-}
-
-// FuzzAppendString checks AppendJSONString against json.Marshal on any string.
-func FuzzAppendString(f *testing.F) {
-	f.Add("Paris.")
-	f.Add("<\x00\xff\"")
-	f.Fuzz(func(t *testing.T, s string) {
-		want, _ := json.Marshal(s)
-		if got := AppendJSONString(nil, s); string(got) != string(want) {
-			t.Fatalf("AppendJSONString(%q) = %s, want %s", s, got, want)
-		}
-	})
-}
-
-// TestAppendJSONRaw: a raw member is written as encoding/json writes a
-// json.RawMessage: compact, with markup escaped in its strings.
-func TestAppendJSONRaw(t *testing.T) {
-	for _, raw := range []string{`{"a":1}`, `{ "a" : [1, 2] }`, "{\n\t\"city\": \"New York\"\r\n}", `{"h":"<b>&amp;</b>"}`,
-		"\"\u2028\u2029\"", `"é"`, `null`, `[]`, `{"k":"\u00e9 \\\" \\n"}`} {
-		want, err := json.Marshal(json.RawMessage(raw))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := AppendJSONRaw([]byte("x"), json.RawMessage(raw)); string(got) != "x"+string(want) {
-			t.Errorf("AppendJSONRaw(%q) = %s, want x%s", raw, got, want)
-		}
-	}
-}
-
 // TestTextOf pins the text of an answer: its text blocks joined with
 // newlines, other blocks left out.
 func TestTextOf(t *testing.T) {

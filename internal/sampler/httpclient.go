@@ -6,10 +6,6 @@ import (
 	"io"
 	"net/http"
 	"time"
-
-	jsonv2 "github.com/go-json-experiment/json"
-	"github.com/go-json-experiment/json/jsontext"
-	jsonv1 "github.com/go-json-experiment/json/v1"
 )
 
 // MaxIdleConns is the number of idle connections a provider's client keeps
@@ -45,9 +41,6 @@ var ErrReplyTooLarge = fmt.Errorf("the reply exceeds %d MiB", MaxReplyBytes>>20)
 
 // replyLimit is a RoundTripper whose replies are cut at MaxReplyBytes.
 type replyLimit struct{ next *http.Transport }
-
-// Base returns the transport underneath, whose settings tests check.
-func (l replyLimit) Base() *http.Transport { return l.next }
 
 func (l replyLimit) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := l.next.RoundTrip(req)
@@ -88,43 +81,4 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
 	b.left -= int64(n)
 	return n, err
-}
-
-// V1Options make the JSON v2 decoder read JSON with encoding/json's
-// semantics (names matched without regard to case, duplicate names and
-// invalid UTF-8 accepted, null leaving a value as it is, ...) in one pass,
-// its errors in the v2 form, which carry the JSON Pointer of what failed.
-// Provider replies (DecodeReply) and request bodies are read with them.
-var V1Options = jsonv2.JoinOptions(jsonv1.DefaultOptionsV1(), jsonv1.ReportErrorsWithLegacySemantics(false))
-
-// DecodeReply decodes the body of a provider's reply into v as
-// json.Unmarshal would, in one pass instead of encoding/json's two (a
-// validity scan, then the decoding): every answer goes through it.
-// Its errors name the byte or the JSON Pointer of what could not be read,
-// never a Go type.
-func DecodeReply(data []byte, v any) error {
-	err := jsonv2.Unmarshal(data, v, V1Options)
-	if err == nil {
-		return nil
-	}
-	var (
-		syn *jsontext.SyntacticError
-		sem *jsonv2.SemanticError
-	)
-	switch {
-	case errors.As(err, &syn):
-		return fmt.Errorf("not valid JSON at byte %d: %w", syn.ByteOffset, syn.Err)
-	case errors.As(err, &sem) && sem.Err != nil:
-		return fmt.Errorf("%s: %w", pointerOrRoot(sem.JSONPointer), sem.Err)
-	case errors.As(err, &sem):
-		return fmt.Errorf("%s: unexpected JSON %s", pointerOrRoot(sem.JSONPointer), sem.JSONKind)
-	}
-	return err
-}
-
-func pointerOrRoot(p jsontext.Pointer) string {
-	if p == "" {
-		return "/"
-	}
-	return string(p)
 }

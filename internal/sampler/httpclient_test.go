@@ -5,8 +5,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestReplyLimit: a provider's client reads at most MaxReplyBytes of a
@@ -44,5 +46,18 @@ func TestReplyLimit(t *testing.T) {
 				t.Errorf("read %d bytes, err %v; want too large: %v", n, err, tt.wantErr)
 			}
 		})
+	}
+}
+
+// TestNewHTTPClient: the client's transport keeps a pool of idle
+// connections sized for a gateway, and waits for a reply's headers as long
+// as it is told.
+func TestNewHTTPClient(t *testing.T) {
+	l, ok := NewHTTPClient(time.Minute).Transport.(replyLimit)
+	if !ok {
+		t.Fatalf("transport %T", NewHTTPClient(time.Minute).Transport)
+	}
+	if got := []any{l.next.ResponseHeaderTimeout, l.next.MaxIdleConns, l.next.MaxIdleConnsPerHost}; !reflect.DeepEqual(got, []any{time.Minute, MaxIdleConns, MaxIdleConns}) {
+		t.Errorf("ResponseHeaderTimeout, MaxIdleConns, MaxIdleConnsPerHost = %v", got)
 	}
 }

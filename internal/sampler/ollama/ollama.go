@@ -139,7 +139,7 @@ func (p *Provider) Sample(ctx context.Context, req *sampler.Request) (*sampler.R
 			Message: fmt.Sprintf("response body exceeds %d MiB", maxSuccessBody>>20)}
 	}
 	var cr chatResponse
-	if err := sampler.DecodeReply(data, &cr); err != nil {
+	if err := json.Unmarshal(data, &cr); err != nil {
 		return nil, &sampler.UpstreamError{Provider: p.name, Status: resp.StatusCode,
 			Message: "malformed response body", Err: err}
 	}

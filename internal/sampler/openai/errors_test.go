@@ -73,7 +73,7 @@ func TestSampleErrors(t *testing.T) {
 		{
 			name:  "unreadable reply",
 			reply: reply{body: `{"id":"chatcmpl-1","object":"chat.completion",`, compat: true},
-			want:  &sampler.UpstreamError{Provider: "openai", Status: 200, Message: "unreadable reply: not valid JSON at byte 46: unexpected EOF"},
+			want:  &sampler.UpstreamError{Provider: "openai", Status: 200, Message: "unreadable reply: unexpected end of JSON input"},
 		},
 		{
 			name:  "no choices",

@@ -13,6 +13,7 @@ package openai
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -152,7 +153,7 @@ func (p *Provider) Sample(ctx context.Context, req *sampler.Request) (*sampler.R
 		return nil, p.transportError(ctx, err)
 	}
 	var cr chatResponse
-	if err := decodeReply(buf, &cr); err != nil {
+	if err := json.Unmarshal(buf.Bytes(), &cr); err != nil {
 		return nil, &sampler.UpstreamError{Provider: p.name, Status: resp.StatusCode,
 			Message: "unreadable reply: " + p.redact.String(err.Error()), Err: p.redact.Error(err)}
 	}

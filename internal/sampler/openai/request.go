@@ -175,26 +175,11 @@ func (p *Provider) encodeRequest(req *sampler.Request) ([]byte, error) {
 		cr.ResponseFormat = &responseFormat{Type: typeJSONSchema,
 			JSONSchema: jsonSchema{Name: schemaName, Schema: req.Schema, Strict: p.strict.compatible(req.Schema)}}
 	}
-	body, err := cr.appendJSON(make([]byte, 0, requestSize(req)))
+	body, err := json.Marshal(&cr)
 	if err != nil {
 		return nil, fmt.Errorf("openai: encode request: %w", err)
 	}
 	return body, nil
-}
-
-// requestSize is about the length of req's JSON: room for what it
-// carries, and for the members around it.
-func requestSize(req *sampler.Request) int {
-	n := 128 + len(req.Model) + len(req.SystemPrompt) + len(req.Schema)
-	for _, m := range req.Messages {
-		for _, c := range m.Content {
-			n += 64 + len(c.Text) + len(c.Data) + len(c.Input)
-		}
-	}
-	for _, t := range req.Tools {
-		n += 64 + len(t.Name) + len(t.Description) + len(t.InputSchema)
-	}
-	return n
 }
 
 // appendMessage appends message i, mapped to OpenAI messages, to out: a

@@ -1,0 +1,161 @@
+package handlers
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/kaptinlin/jsonpointer"
+
+	"github.com/sampled/sampled/internal/sampler"
+)
+
+// maxBodyDepth bounds how deeply a request body nests JSON objects and
+// arrays.
+const maxBodyDepth = sampler.MaxSchemaDepth + 16
+
+// decodeBody reads a JSON body of at most maxBody bytes into dst. With
+// strict set, unknown members are errors; the nested MCP objects that
+// decode themselves stay open, as MCP leaves them.
+func (s *server) decodeBody(w http.ResponseWriter, r *http.Request, dst any, strict bool) error {
+	if ct := r.Header.Get("Content-Type"); ct != "" && ct != "application/json" {
+		mt, _, err := mime.ParseMediaType(ct)
+		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
+			return &bodyError{status: http.StatusUnsupportedMediaType, slug: "unsupported-media-type",
+				title: "Unsupported media type", detail: "send the body as application/json"}
+		}
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return &bodyError{status: http.StatusRequestEntityTooLarge, slug: "body-too-large", title: "Request body too large",
+				detail: fmt.Sprintf("the body exceeds %d bytes", s.maxBody)}
+		}
+		return fmt.Errorf("read body: %w", err)
+	}
+	// encoding/json allows 10000 levels; a body has no use for more than
+	// a schema's (sampler.MaxSchemaDepth) and a few of its own.
+	if d := sampler.JSONDepth(body); d > maxBodyDepth {
+		return badJSON("/", fmt.Sprintf("the body nests %d levels deep; the limit is %d", d, maxBodyDepth))
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		return badJSON("/", "the body is empty; send a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if strict {
+		dec.DisallowUnknownFields()
+	}
+	if err := dec.Decode(dst); err != nil {
+		var inv *sampler.InvalidError
+		if errors.As(err, &inv) {
+			return inv
+		}
+		fe := fieldError("", err)
+		return badJSON(fe.Path, fe.Message)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return badJSON("/", "the body holds more than one JSON value")
+	}
+	return nil
+}
+
+// decodeAt decodes raw, the member of a body at the JSON Pointer path,
+// into dst; errors name their paths from the body's root. A member that
+// decodes itself is decoded so: encoding/json does not say where the
+// errors of a type's own UnmarshalJSON are.
+func decodeAt(path string, raw json.RawMessage, dst any) []sampler.FieldError {
+	if raw == nil {
+		return nil
+	}
+	if err := json.Unmarshal(raw, dst); err != nil {
+		return []sampler.FieldError{fieldError(path, err)}
+	}
+	return nil
+}
+
+// decodeItems decodes each element of a JSON array member on its own, so
+// that errors name the element: /tools/2/name.
+func decodeItems[T any](member string, raw []json.RawMessage) ([]T, []sampler.FieldError) {
+	if raw == nil {
+		return nil, nil
+	}
+	out := make([]T, len(raw))
+	var errs []sampler.FieldError
+	for i, item := range raw {
+		errs = append(errs, decodeAt(fmt.Sprintf("/%s/%d", member, i), item, &out[i])...)
+	}
+	return out, errs
+}
+
+func badJSON(path, msg string) error {
+	return &bodyError{status: http.StatusBadRequest, slug: "invalid-request", title: "Invalid request",
+		detail: path + ": " + msg, errors: []sampler.FieldError{{Path: path, Message: msg}}}
+}
+
+// unknownField starts the text of encoding/json's error for a member that
+// DisallowUnknownFields refuses; the member's quoted name follows.
+const unknownField = "json: unknown field "
+
+// fieldError says what failed in err, an error of encoding/json or of a
+// type's own UnmarshalJSON (a sampler.PathError), in JSON's terms and at
+// its JSON Pointer; base is the pointer of the value that was decoded.
+func fieldError(base string, err error) sampler.FieldError {
+	var (
+		syn *json.SyntaxError
+		typ *json.UnmarshalTypeError
+		pe  *sampler.PathError
+	)
+	at := func(path, format string, args ...any) sampler.FieldError {
+		if path == "" {
+			path = "/"
+		}
+		return sampler.FieldError{Path: path, Message: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case errors.As(err, &pe):
+		return at(base+pe.Path, "%s", pe.Message)
+	case errors.As(err, &typ):
+		var path string
+		if typ.Field != "" {
+			path = "/" + strings.ReplaceAll(typ.Field, ".", "/")
+		}
+		return at(base+path, "must be %s, not %s", jsonKind(typ.Type), typ.Value)
+	case errors.As(err, &syn):
+		return at(base, "not valid JSON (at byte %d)", syn.Offset)
+	}
+	// Only a body's own members can be unknown: the nested objects that
+	// decode themselves are open.
+	if name, ok := strings.CutPrefix(err.Error(), unknownField); ok {
+		if n, err := strconv.Unquote(name); err == nil {
+			return at(base+"/"+jsonpointer.EscapeToken(n), "unknown member %q", n)
+		}
+	}
+	return at(base, "%s", err.Error())
+}
+
+// jsonKind names the JSON values a Go type takes: "an integer", "a
+// string", ...
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	}
+	return "an object"
+}
