@@ -78,7 +78,9 @@ func TestBridgeExamples(t *testing.T) {
 	examples := map[string]example{
 		"CreateMessageRequest": {
 			sdk: func(t *testing.T, b []byte) any {
-				return &decode[struct{ Params mcp.CreateMessageWithToolsParams }](t, b).Params
+				return &decode[struct {
+					Params mcp.CreateMessageWithToolsParams
+				}](t, b).Params
 			},
 			domain: func(t *testing.T, b []byte) any {
 				return &decode[struct{ Params CreateMessageParams }](t, b).Params
