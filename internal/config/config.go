@@ -16,6 +16,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"strconv"
@@ -349,20 +350,33 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 
 // Load reads the configuration: the file named by SAMPLED_CONFIG when set,
 // else the SAMPLING_* variables, else the offline provider alone. The
-// offline provider is always available.
+// offline provider is always available. An error names what is wrong and,
+// with SAMPLED_CONFIG set, the file.
 func Load(getenv func(string) string, readFile func(string) ([]byte, error)) (*Config, error) {
+	path := getenv("SAMPLED_CONFIG")
+	c, err := load(path, getenv, readFile)
+	switch {
+	case err == nil:
+		return c, nil
+	case path != "":
+		return nil, fmt.Errorf("config: %s: %w", path, err)
+	}
+	return nil, fmt.Errorf("config: %w", err)
+}
+
+// load is Load, its errors without the prefix that says where.
+func load(path string, getenv func(string) string, readFile func(string) ([]byte, error)) (*Config, error) {
 	if readFile == nil {
 		readFile = os.ReadFile
 	}
 	var c *Config
-	if path := getenv("SAMPLED_CONFIG"); path != "" {
+	if path != "" {
 		b, err := readFile(path)
 		if err != nil {
-			return nil, fmt.Errorf("config: SAMPLED_CONFIG: %w", err)
+			return nil, fmt.Errorf("SAMPLED_CONFIG: %w", err)
 		}
-		c, err = parse(b)
-		if err != nil {
-			return nil, fmt.Errorf("config: %s: %w", path, err)
+		if c, err = parse(b); err != nil {
+			return nil, err
 		}
 		// A file without providers of its own takes the one of the
 		// SAMPLING_* variables; a file with some and the variables as well
@@ -370,24 +384,24 @@ func Load(getenv func(string) string, readFile func(string) ([]byte, error)) (*C
 		// asked for.
 		if typ := getenv("SAMPLING_PROVIDER"); typ != "" && typ != TypeOffline {
 			if len(c.Providers) > 1 || c.Providers[0].Type != TypeOffline {
-				return nil, fmt.Errorf("config: SAMPLING_PROVIDER=%s and %s both name providers: list them in one place", typ, path)
+				return nil, fmt.Errorf("SAMPLING_PROVIDER=%s and the file both name providers: list them in one place", typ)
 			}
 			env, err := fromEnv(getenv)
 			if err != nil {
-				return nil, fmt.Errorf("config: %w", err)
+				return nil, err
 			}
 			c.Providers = env.Providers
 			if c.Default == "" {
 				c.Default = env.Default
 			}
 			if err := c.check(); err != nil {
-				return nil, fmt.Errorf("config: %s: %w", path, err)
+				return nil, err
 			}
 		}
 	} else {
 		var err error
 		if c, err = fromEnv(getenv); err != nil {
-			return nil, fmt.Errorf("config: %w", err)
+			return nil, err
 		}
 	}
 	for _, e := range []struct {
@@ -397,27 +411,25 @@ func Load(getenv func(string) string, readFile func(string) ([]byte, error)) (*C
 		if v := getenv(e.name); v != "" {
 			d, err := time.ParseDuration(v)
 			if err != nil || d <= 0 {
-				return nil, fmt.Errorf("config: %s: want a duration such as 90s, got %q", e.name, v)
+				return nil, fmt.Errorf("%s: want a duration such as 90s, got %q", e.name, v)
 			}
 			*e.dst = Duration(d)
 		}
 	}
 	c.Redis.URL = cmp.Or(Secret(getenv("SAMPLED_REDIS_URL")), c.Redis.URL)
 	if err := c.Redis.check(); err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+		return nil, err
 	}
 	c.MCPEndpoint.Sampling = cmp.Or(getenv("SAMPLED_MCP_SAMPLING"), c.MCPEndpoint.Sampling, MCPSamplingAuto)
 	if err := c.MCPEndpoint.check(); err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+		return nil, err
 	}
 	if err := c.resolve(getenv, readFile); err != nil {
-		return nil, fmt.Errorf("config: %w", err)
+		return nil, err
 	}
 	var err error
-	if c.Server, err = serverFromEnv(getenv); err != nil {
-		return nil, fmt.Errorf("config: %w", err)
-	}
-	return c, nil
+	c.Server, err = serverFromEnv(getenv)
+	return c, err
 }
 
 // offlineProvider lists the offline provider's models: default, the
@@ -466,7 +478,7 @@ func parse(b []byte) (*Config, error) {
 	var c Config
 	dec := yaml.NewDecoder(bytes.NewReader(b))
 	dec.KnownFields(true)
-	if err := dec.Decode(&c); err != nil {
+	if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) { // an empty file configures nothing
 		// The decoder reports every repeated key against each earlier
 		// one: n repeats make n²/2 lines. The first few tell what is wrong.
 		var te *yaml.TypeError
