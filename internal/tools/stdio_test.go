@@ -208,3 +208,37 @@ func TestStdio(t *testing.T) {
 		}
 	})
 }
+
+// TestStdioEnvironment: a stdio server's process gets PATH, HOME, USER,
+// LANG and TMPDIR from sampled's environment, and its configured env:
+// nothing else, so neither the provider key (SAMPLING_API_KEY) nor an API
+// key variable (keyEnv) reaches it. (Not parallel: it sets variables of
+// the test process.)
+func TestStdioEnvironment(t *testing.T) {
+	const secret = "sk-secret-of-sampled"
+	t.Setenv("SAMPLING_API_KEY", secret)
+	t.Setenv("SAMPLED_KEY_ALICE", secret)
+	t.Setenv("LANG", "C.UTF-8")
+	t.Setenv("TMPDIR", t.TempDir())
+	r := start(t, Options{
+		Servers:    map[string]ServerOptions{"env": {Command: mcpServer(t), Env: map[string]string{"GREETING": "bonjour"}}},
+		DisableStd: true,
+	})
+	waitConnected(t, r, "env")
+	got := strings.Split(sampler.TextOf(mustCall(t, r, "env__getenv", map[string]any{"text": ""}).Content), "\n")
+	want := []string{"GREETING=bonjour"}
+	for _, k := range []string{"HOME", "LANG", "PATH", "TMPDIR", "USER"} {
+		if v, ok := os.LookupEnv(k); ok {
+			want = append(want, k+"="+v)
+		}
+	}
+	slices.Sort(want)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the child's environment (-want +got):\n%s", diff)
+	}
+	for _, kv := range got {
+		if strings.Contains(kv, secret) {
+			t.Errorf("the child sees the secret: %s", kv)
+		}
+	}
+}

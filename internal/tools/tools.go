@@ -113,8 +113,8 @@ type ServerStatus struct {
 // Env) starts it as a child speaking stdio; else URL (with Headers) is its
 // streamable HTTP endpoint. One of the two is set.
 type ServerOptions struct {
-	// Command, Args and Env start a stdio server; Env adds to sampled's
-	// own environment.
+	// Command, Args and Env start a stdio server; Env adds to the minimal
+	// environment it gets (PATH, HOME, USER, LANG and TMPDIR of sampled's).
 	Command string
 	Args    []string
 	Env     map[string]string

@@ -34,10 +34,17 @@ func (c *conn) close() error {
 type dialer func(ctx context.Context) (t mcp.Transport, release func(), err error)
 
 // stdioDialer starts a new child process per session: the command with its
-// arguments, the environment of sampled plus the configured variables, and
-// its stderr written to logger line by line.
+// arguments, its stderr written to logger line by line, and a minimal
+// environment, as the MCP SDKs' stdio transports give: PATH, HOME, USER,
+// LANG and TMPDIR of sampled's, plus the configured variables. No secret
+// of sampled (SAMPLING_API_KEY, a key's keyEnv) reaches the child.
 func stdioDialer(s ServerOptions, logger *slog.Logger) dialer {
-	env := os.Environ()
+	env := []string{} // not nil, which would pass sampled's whole environment
+	for _, k := range []string{"PATH", "HOME", "USER", "LANG", "TMPDIR"} {
+		if v, ok := os.LookupEnv(k); ok {
+			env = append(env, k+"="+v)
+		}
+	}
 	for k, v := range s.Env {
 		env = append(env, k+"="+v)
 	}

@@ -8,7 +8,8 @@
 // "cancelled" if its call is cancelled before ms have passed); crash (exits
 // with status 3); add_tool (registers the tool "late", so that clients get
 // notifications/tools/list_changed); pid (structuredContent {pid}); getenv
-// {text} (the value of that environment variable).
+// {text} (the value of that environment variable; without text, the whole
+// environment, one NAME=value a line, sorted).
 package main
 
 import (
@@ -18,7 +19,9 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -131,6 +134,11 @@ func newServer() *mcp.Server {
 		})
 	mcp.AddTool(srv, &mcp.Tool{Name: "getenv", Description: "Report an environment variable."},
 		func(_ context.Context, _ *mcp.CallToolRequest, in textIn) (*mcp.CallToolResult, any, error) {
+			if in.Text == "" {
+				env := os.Environ()
+				slices.Sort(env)
+				return text(strings.Join(env, "\n")), nil, nil
+			}
 			return text(os.Getenv(in.Text)), nil, nil
 		})
 	return srv
