@@ -123,7 +123,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	}
 	a.engine = loop.New(loop.Options{Sampler: svc, Tools: a.tools, Store: a.store, Access: guard, Metrics: m, Logger: o.Logger})
 	samplingHost := host.New(host.Options{Sampler: svc, Catalog: cat, Loops: a.engine, Tools: a.tools,
-		Servers: samplingPolicies(pc.MCPServers), Metrics: m, Logger: o.Logger})
+		Servers: samplingPolicies(pc.MCPServers), InFlight: guard, MaxTokens: svc.DefaultMaxTokens(), Metrics: m, Logger: o.Logger})
 	if err = a.tools.Start(ctx, samplingHost); err != nil {
 		return nil, fmt.Errorf("tools: %w", err)
 	}

@@ -64,7 +64,7 @@ func samplingPolicies(servers map[string]config.MCPServer) map[string]host.Polic
 	out := make(map[string]host.Policy, len(servers))
 	for name, s := range servers {
 		p := s.Sampling
-		out[name] = host.Policy{Disabled: !p.On(), Models: p.Models, MaxTokens: p.MaxTokens, RequestsPerMinute: p.RequestsPerMinute,
+		out[name] = host.Policy{Disabled: !p.On(), Models: p.Models, MaxTokens: p.MaxTokens, RequestsPerMinute: p.PerMinute(),
 			Loop: p.Loop.Allowed, LoopTools: p.Loop.Tools, LoopMaxIterations: p.Loop.MaxIterations}
 	}
 	return out

@@ -277,7 +277,7 @@ func TestServerOptions(t *testing.T) {
 	}
 	wantPolicies := map[string]host.Policy{
 		"git": {Disabled: true, Models: []string{"m"}, MaxTokens: 5, RequestsPerMinute: 6, Loop: true, LoopTools: tools.Patterns{"std__*"}, LoopMaxIterations: 7},
-		"web": {},
+		"web": {RequestsPerMinute: 600}, // the default rate
 	}
 	if diff := cmp.Diff(wantPolicies, samplingPolicies(servers)); diff != "" {
 		t.Errorf("sampling policies (-want +got):\n%s", diff)

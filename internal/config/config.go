@@ -126,7 +126,8 @@ type Limits struct {
 	// default 10.
 	ConcurrentLoops int `yaml:"concurrentLoops"`
 	// InFlightSamples caps the sampling requests (POST /v1/sample*,
-	// /v1/messages) served at once by all callers; default 256.
+	// /v1/messages, those of MCP servers) served at once by all callers;
+	// default 256.
 	InFlightSamples int `yaml:"inFlightSamples"`
 }
 
@@ -258,7 +259,7 @@ type MCPServer struct {
 
 // Sampling is what one MCP server may ask of sampled as its sampling
 // client. The zero value allows sampling with the default model, no cap
-// beyond the service's own, no rate limit and no client-run loop.
+// beyond the service's own, DefaultSamplingRate and no client-run loop.
 type Sampling struct {
 	// Enabled nil means on; false refuses every request.
 	Enabled *bool `yaml:"enabled" json:"enabled,omitempty"`
@@ -269,14 +270,23 @@ type Sampling struct {
 	// MaxTokens caps the maxTokens of a request (lowered to it); 0 means
 	// no cap.
 	MaxTokens int `yaml:"maxTokens" json:"maxTokens,omitempty"`
-	// RequestsPerMinute bounds the server's requests; 0 means no limit.
+	// RequestsPerMinute bounds the server's requests; 0 means
+	// DefaultSamplingRate (PerMinute).
 	RequestsPerMinute int `yaml:"requestsPerMinute" json:"requestsPerMinute,omitempty"`
 	// Loop says whether the server may ask sampled to run a tool loop.
 	Loop SamplingLoop `yaml:"loop" json:"loop,omitzero"`
 }
 
+// DefaultSamplingRate is an MCP server's sampling requests per minute
+// when its policy sets none: a key's default rate.
+const DefaultSamplingRate = 600
+
 // On reports whether sampling is enabled.
 func (s Sampling) On() bool { return s.Enabled == nil || *s.Enabled }
+
+// PerMinute is the server's rate: RequestsPerMinute, or
+// DefaultSamplingRate.
+func (s Sampling) PerMinute() int { return cmp.Or(s.RequestsPerMinute, DefaultSamplingRate) }
 
 // SamplingLoop is the policy for client-run loops: a request carrying
 // maxIterations and allowedToolPatterns.

@@ -76,6 +76,14 @@ type Policy struct {
 	LoopMaxIterations int
 }
 
+// Admission takes places of the service's cap on sampling requests in
+// flight (access.Guard), the cap HTTP sampling shares.
+type Admission interface {
+	// StartSample takes a place; ok false means none is free. release
+	// gives it back.
+	StartSample() (release func(), ok bool, retryAfter time.Duration)
+}
+
 // Options configure a Host. Sampler, Catalog, Loops and Tools are
 // required.
 type Options struct {
@@ -86,6 +94,12 @@ type Options struct {
 	// Servers are the sampling policies of the MCP servers, by name; a
 	// server without one is refused.
 	Servers map[string]Policy
+	// InFlight caps the requests answered at once, each holding a place
+	// until it ends; nil means no cap.
+	InFlight Admission
+	// MaxTokens caps every request's maxTokens (lowered to it), whatever
+	// its policy says (SAMPLED_MAX_TOKENS); 0 means no cap.
+	MaxTokens int
 	// Metrics nil records nothing; Logger nil discards.
 	Metrics *metrics.Metrics
 	Logger  *slog.Logger
@@ -116,6 +130,9 @@ func New(o Options) *Host {
 	h := &Host{o: o, policies: map[string]*policy{}}
 	for name, s := range o.Servers {
 		p := &policy{Policy: s, ok: map[string]bool{}}
+		if c := o.MaxTokens; c > 0 && (p.MaxTokens == 0 || p.MaxTokens > c) {
+			p.MaxTokens = c
+		}
 		specs := s.Models
 		if len(specs) == 0 {
 			specs = []string{o.Catalog.Default().ID()}
@@ -212,6 +229,13 @@ func (h *Host) createMessage(ctx context.Context, req *tools.SamplingRequest) (*
 		return nil, refused("nested sampling too deep: this request is at depth %d, the limit is %d (a tool called by a client-run loop asked for sampling, and so on)", req.Depth, maxDepth)
 	case pol.limit != nil && !pol.limit.Allow():
 		return nil, refused("rate limit: MCP server %q may send %d sampling requests per minute", req.Server, pol.RequestsPerMinute)
+	}
+	if h.o.InFlight != nil {
+		release, ok, _ := h.o.InFlight.StartSample()
+		if !ok {
+			return nil, refused("sampled is serving as many sampling requests as it takes at once (limits.inFlightSamples); try again shortly")
+		}
+		defer release()
 	}
 	ext, err := extensions(req.Params.Meta)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/sampled/sampled/internal/access"
 	"github.com/sampled/sampled/internal/host"
 	"github.com/sampled/sampled/internal/loop"
 	"github.com/sampled/sampled/internal/sampler"
@@ -261,5 +262,75 @@ func TestUpstreamFailure(t *testing.T) {
 	}
 	if got := testutil.ToFloat64(s.metrics.MCPSampling.WithLabelValues("peer", "error")); got != 1 {
 		t.Errorf("sampling requests {peer, error} = %v, want 1", got)
+	}
+}
+
+// TestInFlightCap: the servers' sampling requests take places of the
+// service's cap on sampling requests in flight (limits.inFlightSamples),
+// the one HTTP sampling takes from. While a request of one server holds
+// the only place, another server's request is refused with -1 naming the
+// cap; once it ends, its place is given back and requests are answered.
+func TestInFlightCap(t *testing.T) {
+	t.Parallel()
+	guard, err := access.New(access.Options{InFlightSamples: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, ts := newFakeUpstream(t, 0)
+	so := fakeOptions(ts)
+	so.inFlight = guard
+	s := newStack(t, map[string]peerConfig{
+		"slow":  stdioPeer(t, "", host.Policy{Models: []string{"fake/m"}}),
+		"plain": stdioPeer(t, "", host.Policy{}),
+	}, so)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		b, _ := json.Marshal(map[string]string{"marker": filepath.Join(t.TempDir(), "marker")})
+		_, err := s.reg.Call(ctx, "slow__slow_sample", b)
+		done <- err
+	}()
+	select {
+	case <-f.received:
+	case <-time.After(waitTimeout):
+		t.Fatal("the upstream never got the request")
+	}
+	if n := guard.InFlight(); n != 1 {
+		t.Errorf("in flight while the upstream holds the request: %d, want 1", n)
+	}
+	const hello = `{"messages":[{"role":"user","content":{"type":"text","text":"Say hello"}}],"maxTokens":50}`
+	out := s.sample(t, "plain", "push", hello)
+	if out.Code != tools.CodeRefused || !strings.Contains(out.Message, "limits.inFlightSamples") {
+		t.Errorf("a request over the cap: %d %q, want -1 naming limits.inFlightSamples", out.Code, out.Message)
+	}
+	cancel()
+	<-done
+	waitCount(t, s, "slow", "cancelled")
+	if n := guard.InFlight(); n != 0 {
+		t.Errorf("in flight after the request ended: %d, want 0", n)
+	}
+	checkResult(t, s.sample(t, "plain", "push", hello))
+	if n := guard.InFlight(); n != 0 {
+		t.Errorf("in flight after an answered request: %d, want 0", n)
+	}
+	if got := testutil.ToFloat64(s.metrics.MCPSampling.WithLabelValues("plain", "refused")); got != 1 {
+		t.Errorf("sampling requests {plain, refused} = %v, want 1", got)
+	}
+}
+
+// TestMaxTokensCap: a server's maxTokens is lowered to the service's cap
+// (SAMPLED_MAX_TOKENS) when its policy sets none or a higher one.
+func TestMaxTokensCap(t *testing.T) {
+	t.Parallel()
+	s := newStack(t, map[string]peerConfig{
+		"open":   stdioPeer(t, "", host.Policy{}),
+		"capped": stdioPeer(t, "", host.Policy{MaxTokens: 1000}),
+	}, stackOptions{maxTokens: 3})
+	for _, server := range []string{"open", "capped"} {
+		res := checkResult(t, s.sample(t, server, "push", `{"messages":[{"role":"user","content":{"type":"text","text":"Say hello to the whole wide world"}}],"maxTokens":100000}`))
+		if n := len(strings.Fields(res.Content[0].Text)); n > 3 || res.StopReason != sampler.StopMaxTokens {
+			t.Errorf("%s: answer %q (%s) has %d words, want it cut at the cap of 3 tokens", server, res.Content[0].Text, res.StopReason, n)
+		}
 	}
 }

@@ -131,10 +131,13 @@ func (r *recorder) Run(ctx context.Context, spec loop.Spec, onIteration func(int
 	return snap, err
 }
 
-// stackOptions vary a stack; the zero value serves the offline provider.
+// stackOptions vary a stack; the zero value serves the offline provider,
+// with no cap on requests in flight or on maxTokens.
 type stackOptions struct {
 	providers []sampler.Provider
 	models    []sampler.Model
+	inFlight  host.Admission
+	maxTokens int
 }
 
 // newStack starts the stack with servers and waits until each is
@@ -167,7 +170,8 @@ func newStack(t testing.TB, servers map[string]peerConfig, so stackOptions) *sta
 			t.Errorf("close the registry: %v", err)
 		}
 	})
-	h := host.New(host.Options{Sampler: svc, Catalog: cat, Loops: rec, Tools: reg, Servers: policies, Metrics: m})
+	h := host.New(host.Options{Sampler: svc, Catalog: cat, Loops: rec, Tools: reg, Servers: policies, Metrics: m,
+		InFlight: so.inFlight, MaxTokens: so.maxTokens})
 	if err := reg.Start(ctx, h); err != nil {
 		t.Fatal(err)
 	}
