@@ -117,6 +117,8 @@ func (r *Registry) callDepth(s *server) int {
 }
 
 // createMessageHandler returns the sampling handler of server s's client.
+// Params its transport found undecodable ([checkParams]) are answered
+// -32602 at once.
 // The context of a request that go-sdk fulfils for an "input required"
 // result (protocol 2026-07-28) is the tool call's, which carries its
 // depth; a pushed request's is the session's, so the calls in flight
@@ -126,6 +128,9 @@ func (r *Registry) callDepth(s *server) int {
 func (r *Registry) createMessageHandler(s *server, h SamplingHost) func(context.Context, *mcp.CreateMessageWithToolsRequest) (*mcp.CreateMessageWithToolsResult, error) {
 	//lint:ignore SA1019 see above
 	return func(ctx context.Context, req *mcp.CreateMessageWithToolsRequest) (*mcp.CreateMessageWithToolsResult, error) {
+		if msg, ok := req.Params.Meta[metaInvalid].(string); ok {
+			return nil, &jsonrpc.Error{Code: CodeInvalidParams, Message: msg}
+		}
 		id := requestID(req.Params.Meta, s.transport == TransportStdio)
 		params, err := sampler.FromMCPParams(req.Params)
 		if err != nil {

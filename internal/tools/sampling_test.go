@@ -6,11 +6,18 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sampled/sampled/internal/sampler"
+	"github.com/sampled/sampled/internal/testing/mcptest"
 )
 
 // TestWireError: every error of a sampling host reaches the server as a
@@ -92,5 +99,91 @@ func TestWithRequestMeta(t *testing.T) {
 	}
 	if got := requestID(mcp.Meta{metaRequestID: "spoofed"}, false); got != "" {
 		t.Errorf("untrusted id = %q, want none", got)
+	}
+}
+
+// textHost answers every sampling request with one text block, counting
+// the requests that reach it.
+type textHost struct{ calls atomic.Int32 }
+
+func (h *textHost) CreateMessage(context.Context, *SamplingRequest) (*sampler.CreateMessageResult, error) {
+	h.calls.Add(1)
+	return &sampler.CreateMessageResult{Role: sampler.RoleAssistant, Content: []sampler.Content{sampler.TextBlock("hi")},
+		Model: "m", StopReason: sampler.StopEndTurn}, nil
+}
+
+// TestUndecodableParams: sampling params that go-sdk cannot decode, sent by
+// a server on the official TypeScript SDK over stdio and streamable HTTP,
+// get -32602 naming the JSON Pointer of the problem in sampled's words: no
+// Go type or decoder text, no echo of sampled's own _meta. They never reach
+// the host; params that decode do.
+func TestUndecodableParams(t *testing.T) {
+	t.Parallel()
+	const peers = "testdata/tspeers"
+	node := mcptest.NeedNode(t, peers)
+	weather, err := filepath.Abs(filepath.Join(peers, "weather.mjs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := New(Options{Servers: map[string]ServerOptions{
+		"tsstdio": {Command: node, Args: []string{weather}},
+		"tshttp":  {URL: mcptest.StartServing(t, exec.Command(node, weather, "--http"))},
+	}, DisableStd: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Close() })
+	h := &textHost{}
+	ctx, cancel := context.WithTimeout(context.Background(), waitTimeout)
+	defer cancel()
+	if err := r.Start(ctx, h); err != nil {
+		t.Fatal(err)
+	}
+	waitConnected(t, r, "tsstdio")
+	waitConnected(t, r, "tshttp")
+
+	const hi = `[{"role":"user","content":{"type":"text","text":"hi"}}]`
+	tests := []struct {
+		name, params string
+		want         string // in the error's message; "" for a result
+	}{
+		{"maxTokens a string", `{"messages":` + hi + `,"maxTokens":"many"}`, "invalid params: /maxTokens: "},
+		{"messages an object", `{"messages":{"role":"user"},"maxTokens":5}`, "invalid params: /messages: "},
+		{"text a number", `{"messages":[{"role":"user","content":{"type":"text","text":5}}],"maxTokens":5}`, "invalid params: /messages/0/content"},
+		{"unknown block type", `{"messages":[{"role":"user","content":{"type":"video"}}],"maxTokens":5}`, "invalid params: /messages/0/content"},
+		{"params an array", `[1]`, "invalid params: /: "},
+		{"_meta an array", `{"messages":` + hi + `,"maxTokens":5,"_meta":[1]}`, "invalid params: /_meta: "},
+		{"well-formed", `{"messages":` + hi + `,"maxTokens":5}`, ""},
+	}
+	for _, server := range []string{"tsstdio", "tshttp"} {
+		for _, tt := range tests {
+			t.Run(server+"/"+tt.name, func(t *testing.T) {
+				before := h.calls.Load()
+				res := mustCall(t, r, server+"__raw_sample", map[string]any{"params": json.RawMessage(tt.params)})
+				var out struct {
+					Code    int64           `json:"code"`
+					Message string          `json:"message"`
+					Result  json.RawMessage `json:"result"`
+				}
+				if err := json.Unmarshal(res.StructuredContent, &out); err != nil {
+					t.Fatalf("structuredContent %s: %v", res.StructuredContent, err)
+				}
+				reached := h.calls.Load() - before
+				if tt.want == "" {
+					if out.Code != 0 || out.Result == nil || reached != 1 {
+						t.Errorf("%d %q, result %s, %d requests reached the host; want a result", out.Code, out.Message, out.Result, reached)
+					}
+					return
+				}
+				if out.Code != CodeInvalidParams || !strings.Contains(out.Message, tt.want) || reached != 0 {
+					t.Errorf("%d %q, %d requests reached the host; want -32602 with %q", out.Code, out.Message, reached, tt.want)
+				}
+				for _, leak := range []string{"io.sampled", "unmarshal", "json:", "mcp.", "Go "} {
+					if strings.Contains(out.Message, leak) {
+						t.Errorf("the message %q holds %q", out.Message, leak)
+					}
+				}
+			})
+		}
 	}
 }

@@ -1,15 +1,19 @@
 package tools
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
+	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -98,7 +102,9 @@ type headerTransport struct {
 	headers http.Header
 }
 
-// RoundTrip implements http.RoundTripper on a copy of req.
+// RoundTrip implements http.RoundTripper on a copy of req. The sampling
+// requests of an event stream answering it are checked, as on stdio
+// ([checkParams]).
 func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	r := req.Clone(req.Context())
 	for k, vs := range t.headers {
@@ -106,7 +112,90 @@ func (t *headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 			r.Header[k] = vs
 		}
 	}
-	return t.base.RoundTrip(r)
+	resp, err := t.base.RoundTrip(r)
+	if err == nil && strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+		resp.Body = &eventFilter{ReadCloser: resp.Body, r: bufio.NewReader(resp.Body)}
+	}
+	return resp, err
+}
+
+// eventFilter passes a server-sent event stream on event by event,
+// replacing the params of sampling requests that go-sdk cannot decode
+// ([checkParams]). An event longer than go-sdk reads whole passes on
+// unchanged, for go-sdk to refuse.
+type eventFilter struct {
+	io.ReadCloser // the body; Close closes it
+	r             *bufio.Reader
+	out           []byte // read and not yet returned
+	skip          bool   // within an event too long to check
+	err           error  // of the body, once out is returned
+}
+
+// Read returns the stream, an event at a time.
+func (f *eventFilter) Read(p []byte) (int, error) {
+	for len(f.out) == 0 && f.err == nil {
+		f.out, f.err = f.next()
+	}
+	n := copy(p, f.out)
+	f.out = f.out[n:]
+	if n > 0 {
+		return n, nil
+	}
+	return 0, f.err
+}
+
+// next reads the next event (up to its blank line), checked; or the next
+// piece of one too long to check.
+func (f *eventFilter) next() ([]byte, error) {
+	var ev []byte
+	for {
+		line, err := f.r.ReadSlice('\n')
+		ev = append(ev, line...)
+		end := err == nil && len(bytes.TrimRight(line, "\r\n")) == 0
+		switch {
+		case err != nil && err != bufio.ErrBufferFull:
+			return ev, err
+		case f.skip:
+			f.skip = !end
+			return ev, nil
+		case end:
+			return checkEvent(ev), nil
+		case len(ev) > mcp.DefaultMaxEventSize:
+			f.skip = true
+			return ev, nil
+		}
+	}
+}
+
+// checkEvent returns ev, or its data rewritten when it is a sampling
+// request whose params go-sdk cannot decode.
+func checkEvent(ev []byte) []byte {
+	if !bytes.Contains(ev, []byte("sampling/createMessage")) {
+		return ev // not worth decoding
+	}
+	var data [][]byte
+	var other []byte // its other fields, without the blank line
+	for line := range bytes.Lines(ev) {
+		field := bytes.TrimRight(line, "\r\n")
+		if v, ok := bytes.CutPrefix(field, []byte("data:")); ok {
+			data = append(data, bytes.TrimPrefix(v, []byte(" ")))
+		} else if len(field) > 0 {
+			other = append(other, line...)
+		}
+	}
+	msg, err := jsonrpc.DecodeMessage(bytes.Join(data, []byte("\n")))
+	req, ok := msg.(*jsonrpc.Request)
+	if err != nil || !ok || !isSampling(req) {
+		return ev
+	}
+	if req.Params, ok = checkParams(req.Params); ok {
+		return ev
+	}
+	b, err := jsonrpc.EncodeMessage(req)
+	if err != nil {
+		return ev
+	}
+	return fmt.Appendf(other, "data: %s\n\n", b)
 }
 
 // maxLogLine bounds one logged line of a child's stderr.

@@ -1,13 +1,16 @@
-// Package mcptest serves tests that run the test MCP server
-// (internal/tools/testdata/mcpserver) as a real child process: it builds
-// the server and waits for the files the server writes.
+// Package mcptest serves tests that run MCP peers as real child
+// processes: it builds the test MCP server
+// (internal/tools/testdata/mcpserver), waits for the files the server
+// writes, and finds node for the TypeScript peers.
 package mcptest
 
 import (
+	"bufio"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,4 +36,45 @@ func PollFile(t testing.TB, path, want string, timeout time.Duration) {
 		got, _ := os.ReadFile(path)
 		return string(got) == want
 	})
+}
+
+// NeedNode returns the path of node. It skips t when node or the
+// TypeScript peers' SDK (under peers/node_modules) is missing, unless
+// CI=true, where it fails t.
+func NeedNode(t testing.TB, peers string) string {
+	t.Helper()
+	node, err := exec.LookPath("node")
+	if err == nil {
+		_, err = os.Stat(filepath.Join(peers, "node_modules", "@modelcontextprotocol", "sdk"))
+	}
+	if err != nil {
+		msg := fmt.Sprintf("needs node and `npm ci --prefix %s`: %v", peers, err)
+		if os.Getenv("CI") == "true" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return node
+}
+
+// StartServing starts cmd, a server that prints its URL as the first line
+// of its stdout, kills it at the test's end, and returns the URL.
+func StartServing(t testing.TB, cmd *exec.Cmd) string {
+	t.Helper()
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	url, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("read the URL of %s: %v", cmd.Path, err)
+	}
+	return strings.TrimSpace(url)
 }

@@ -15,12 +15,17 @@
 // model's final text of each question and structuredContent {answers,
 // toolCalls, samplingRequests, progress}: the tools it ran, the number of
 // sampling requests and of progress notifications it received.
+//
+// Tool "raw_sample" {params}: sends params as they are, unchecked, as a
+// sampling/createMessage request, and answers structuredContent {result},
+// or {code, message} (isError) with the client's JSON-RPC error: the peer
+// of the tests of params that fail to decode.
 import { createServer } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { CallToolRequestSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolRequestSchema, CreateMessageResultSchema, ListToolsRequestSchema } from '@modelcontextprotocol/sdk/types.js';
 
 const serverTools = [
   {
@@ -87,9 +92,24 @@ function newServer() {
       name: 'forecast',
       description: 'Forecast the weather and the time of a city, asking the client to sample.',
       inputSchema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+    }, {
+      name: 'raw_sample',
+      description: 'Send params, unchecked, as a sampling request.',
+      inputSchema: { type: 'object', properties: { params: {} }, required: ['params'] },
     }],
   }));
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+    if (request.params.name === 'raw_sample') {
+      const params = request.params.arguments?.params;
+      try {
+        const result = await server.request({ method: 'sampling/createMessage', params }, CreateMessageResultSchema,
+          { relatedRequestId: extra.requestId, timeout: 30000 });
+        return { content: [{ type: 'text', text: JSON.stringify(result) }], structuredContent: { result } };
+      } catch (err) {
+        const out = { code: err.code ?? 0, message: err.message };
+        return { isError: true, content: [{ type: 'text', text: JSON.stringify(out) }], structuredContent: out };
+      }
+    }
     if (request.params.name !== 'forecast') throw new Error(`unknown tool ${request.params.name}`);
     try {
       const out = await forecast(server, request.params.arguments?.city ?? 'Paris', extra);
