@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -199,5 +200,100 @@ func TestMessagesContentShape(t *testing.T) {
 				t.Errorf("content %s, want %s", out.Content, tt.want)
 			}
 		})
+	}
+}
+
+// TestMessagesMatchTheSchema sends params that break the 2025-11-25 schema
+// in the places the hand-written checks used to pass or misplace (issue 27,
+// point 14): each is refused with a 400, JSON-RPC's invalid-params code and
+// an error at the bad member itself, in sampled's words, never Go's. The
+// schema itself confirms that each body is invalid, and that the bodies
+// at its edges are valid and answered.
+func TestMessagesMatchTheSchema(t *testing.T) {
+	v, err := mcpschema.Load("../../reference/mcp/schema-2025-11-25.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := startStack(t, 0)
+	const (
+		okUse  = `{"type":"tool_use","id":"c1","name":"get_weather","input":{}}`
+		header = `{"maxTokens":20,`
+	)
+	text := func(annotations string) string {
+		return `{"role":"user","content":{"type":"text","text":"a","annotations":` + annotations + `}}`
+	}
+	// withResult is a conversation whose last message answers okUse with
+	// block.
+	withResult := func(block string) string {
+		return `"messages":[{"role":"user","content":{"type":"text","text":"w?"}},{"role":"assistant","content":[` + okUse +
+			`]},{"role":"user","content":[` + block + `]}],"tools":[{"name":"get_weather","inputSchema":{"type":"object"}}]}`
+	}
+	msgs := func(m string) string { return header + `"messages":[` + m + `]}` }
+	user := `{"role":"user","content":{"type":"text","text":"a"}}`
+	tests := []struct {
+		name, body, wantPath string
+	}{
+		{"priority above 1", msgs(text(`{"priority":1.5}`)), "/messages/0/content/annotations/priority"},
+		{"priority below 0", msgs(text(`{"priority":-0.1}`)), "/messages/0/content/annotations/priority"},
+		{"priority a string", msgs(text(`{"priority":"high"}`)), "/messages/0/content/annotations/priority"},
+		{"audience system", msgs(text(`{"audience":["user","system"]}`)), "/messages/0/content/annotations/audience/1"},
+		{"audience a string", msgs(text(`{"audience":"user"}`)), "/messages/0/content/annotations/audience"},
+		{"lastModified a number", msgs(text(`{"lastModified":5}`)), "/messages/0/content/annotations/lastModified"},
+		{"priority in an array of blocks", msgs(`{"role":"user","content":[{"type":"text","text":"a","annotations":{"priority":2}}]}`),
+			"/messages/0/content/0/annotations/priority"},
+		{"priority inside a tool result", header + withResult(`{"type":"tool_result","toolUseId":"c1","content":[{"type":"text","text":"x","annotations":{"priority":2}}]}`),
+			"/messages/2/content/0/content/0/annotations/priority"},
+		{"text a number", msgs(`{"role":"user","content":{"type":"text","text":5}}`), "/messages/0/content/text"},
+		{"text a number in an array", msgs(`{"role":"user","content":[{"type":"text","text":5}]}`), "/messages/0/content/0/text"},
+		{"type a number", msgs(`{"role":"user","content":[{"type":5,"text":"a"}]}`), "/messages/0/content/0/type"},
+		{"mimeType a number", msgs(`{"role":"user","content":{"type":"image","data":"AA==","mimeType":5}}`), "/messages/0/content/mimeType"},
+		{"isError a string", header + withResult(`{"type":"tool_result","toolUseId":"c1","content":[],"isError":"yes"}`),
+			"/messages/2/content/0/isError"},
+		{"text a number inside a tool result", header + withResult(`{"type":"tool_result","toolUseId":"c1","content":[{"type":"text","text":5}]}`),
+			"/messages/2/content/0/content/0/text"},
+		{"stop sequence a number", header + `"stopSequences":["x",1],"messages":[` + user + `]}`, "/stopSequences/1"},
+		{"hint name a number", header + `"modelPreferences":{"hints":[{"name":"a"},{"name":1}]},"messages":[` + user + `]}`,
+			"/modelPreferences/hints/1/name"},
+		{"hints a string", header + `"modelPreferences":{"hints":"x"},"messages":[` + user + `]}`, "/modelPreferences/hints"},
+		{"task ttl a string", header + `"task":{"ttl":"1h"},"messages":[` + user + `]}`, "/task/ttl"},
+		{"progressToken an object", header + `"_meta":{"progressToken":{}},"messages":[` + user + `]}`, "/_meta/progressToken"},
+		{"tool annotations a number", header + `"tools":[{"name":"t","inputSchema":{"type":"object"},"annotations":5}],"messages":[` + user + `]}`,
+			"/tools/0/annotations"},
+		{"tool icons an object", header + `"tools":[{"name":"t","inputSchema":{"type":"object"},"icons":{}}],"messages":[` + user + `]}`,
+			"/tools/0/icons"},
+		{"tool outputSchema an array", header + `"tools":[{"name":"t","inputSchema":{"type":"object"},"outputSchema":[]}],"messages":[` + user + `]}`,
+			"/tools/0/outputSchema"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := v.Validate("CreateMessageRequestParams", []byte(tt.body)); err == nil {
+				t.Fatalf("the schema takes %s", tt.body)
+			}
+			status, _, out := s.post(t, "/v1/messages", tt.body)
+			if status != 400 || out["code"] != float64(invalidParams) {
+				t.Fatalf("status %d: %v, want 400 with code %d", status, out, invalidParams)
+			}
+			if paths := errorPaths(out); !contains(paths, tt.wantPath) {
+				t.Errorf("error paths %v do not name %s (%v)", paths, tt.wantPath, out["detail"])
+			}
+			words, _ := json.Marshal(out)
+			for _, goText := range []string{"json:", "Go value", "unmarshal"} {
+				if bytes.Contains(words, []byte(goText)) {
+					t.Errorf("the problem speaks Go (%q): %s", goText, words)
+				}
+			}
+		})
+	}
+	for _, body := range []string{
+		msgs(text(`{"priority":0,"audience":["user","assistant"],"lastModified":"2025-01-12T15:00:58Z"}`)),
+		msgs(text(`{"priority":1,"audience":[]}`)),
+		header + `"stopSequences":["x"],"modelPreferences":{"hints":[{"name":"offline"}]},"task":{"ttl":60},"_meta":{"progressToken":"p"},"messages":[` + user + `]}`,
+	} {
+		if err := v.Validate("CreateMessageRequestParams", []byte(body)); err != nil {
+			t.Fatalf("the schema refuses %s: %v", body, err)
+		}
+		if status, _, out := s.post(t, "/v1/messages", body); status != 200 {
+			t.Errorf("%s: status %d: %v", body, status, out)
+		}
 	}
 }

@@ -18,7 +18,7 @@ type sampleBody struct {
 	SystemPrompt     string                    `json:"systemPrompt"`
 	MaxTokens        *int                      `json:"maxTokens"`
 	Temperature      *float64                  `json:"temperature"`
-	StopSequences    []string                  `json:"stopSequences"`
+	StopSequences    []json.RawMessage         `json:"stopSequences"`
 	Metadata         json.RawMessage           `json:"metadata"`
 	ModelPreferences *sampler.ModelPreferences `json:"modelPreferences"`
 	Model            string                    `json:"model"`
@@ -60,6 +60,8 @@ func newResultBody(res *sampler.Result) *resultBody {
 // params checks the body's own rules and converts it for the domain.
 func (b *sampleBody) params(defaultMaxTokens int, endpoint string) (*sampler.Params, error) {
 	tools, errs := decodeItems[sampler.Tool]("tools", b.Tools)
+	stops, stopErrs := decodeItems[string]("stopSequences", b.StopSequences)
+	errs = append(errs, stopErrs...)
 	var choice, draft *sampler.ToolChoice
 	errs = append(errs, decodeAt("/toolChoice", b.ToolChoice, &choice)...)
 	errs = append(errs, decodeAt("/tool_choice", b.ToolChoiceDraft, &draft)...)
@@ -88,7 +90,7 @@ func (b *sampleBody) params(defaultMaxTokens int, endpoint string) (*sampler.Par
 			SystemPrompt:  b.SystemPrompt,
 			MaxTokens:     defaultMaxTokens,
 			Temperature:   b.Temperature,
-			StopSequences: b.StopSequences,
+			StopSequences: stops,
 			Metadata:      b.Metadata,
 			Schema:        b.Schema,
 			Tools:         tools,

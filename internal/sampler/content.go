@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
+	"strings"
 )
 
 // Role is the author of a message: RoleUser or RoleAssistant.
@@ -92,18 +93,17 @@ func knownMember(k string) bool {
 }
 
 // UnmarshalJSON decodes one block, keeping unmodelled members in Extra.
+// An error is a *PathError at the bad member.
 func (c *Content) UnmarshalJSON(b []byte) error {
 	var m map[string]json.RawMessage
-	if err := json.Unmarshal(b, &m); err != nil {
-		return fmt.Errorf("content block must be an object")
+	if err := json.Unmarshal(b, &m); err != nil || m == nil {
+		return &PathError{Message: "content block must be an object"}
 	}
 	*c = Content{}
 	var err error
 	str := func(key string, dst *string) {
-		if v, ok := m[key]; ok && err == nil {
-			if e := json.Unmarshal(v, dst); e != nil {
-				err = fmt.Errorf("%s must be a string", key)
-			}
+		if v, ok := m[key]; ok && err == nil && (!jsonKindIs(v, "string") || json.Unmarshal(v, dst) != nil) {
+			err = &PathError{Path: "/" + key, Message: key + " must be a string"}
 		}
 	}
 	str("type", &c.Type)
@@ -117,7 +117,7 @@ func (c *Content) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	if c.Type == "" {
-		return fmt.Errorf("content block needs a type")
+		return &PathError{Message: "content block needs a type"}
 	}
 	c.Input = m["input"]
 	c.StructuredContent = m["structuredContent"]
@@ -127,14 +127,23 @@ func (c *Content) UnmarshalJSON(b []byte) error {
 		if c.Type != BlockToolResult {
 			// Only tool results nest content; keep it verbatim for others.
 			c.setExtra("content", v)
-		} else if err := json.Unmarshal(v, &c.Content); err != nil {
-			return fmt.Errorf("tool_result content: %w", err)
+		} else {
+			var items []json.RawMessage
+			if !jsonKindIs(v, "array") || json.Unmarshal(v, &items) != nil {
+				return &PathError{Path: "/content", Message: "content must be an array"}
+			}
+			c.Content = make([]Content, len(items))
+			for i, item := range items {
+				if err := json.Unmarshal(item, &c.Content[i]); err != nil {
+					return pathOf(err, "").under(fmt.Sprintf("/content/%d", i))
+				}
+			}
 		}
 	}
 	if v, ok := m["isError"]; ok {
 		var b bool
-		if err := json.Unmarshal(v, &b); err != nil {
-			return fmt.Errorf("isError must be a boolean")
+		if !jsonKindIs(v, "boolean") || json.Unmarshal(v, &b) != nil {
+			return &PathError{Path: "/isError", Message: "isError must be a boolean"}
 		}
 		c.IsError = &b
 	}
@@ -311,20 +320,20 @@ func decodeBlocks(raw json.RawMessage) ([]Content, bool, error) {
 		for i, item := range items {
 			at := fmt.Sprintf("/content/%d", i)
 			if err := json.Unmarshal(item, &blocks[i]); err != nil {
-				return nil, false, &PathError{Path: at, Message: err.Error()}
+				return nil, false, pathOf(err, "").under(at)
 			}
 			if pe := blockShape(item, false); pe != nil {
-				return nil, false, &PathError{Path: at + pe.Path, Message: pe.Message}
+				return nil, false, pe.under(at)
 			}
 		}
 		return blocks, false, nil
 	default:
 		var c Content
 		if err := json.Unmarshal(raw, &c); err != nil {
-			return nil, false, &PathError{Path: "/content", Message: err.Error()}
+			return nil, false, pathOf(err, "").under("/content")
 		}
 		if pe := blockShape(raw, false); pe != nil {
-			return nil, false, &PathError{Path: "/content" + pe.Path, Message: pe.Message}
+			return nil, false, pe.under("/content")
 		}
 		return []Content{c}, true, nil
 	}
@@ -357,9 +366,12 @@ func blockShape(raw json.RawMessage, nested bool) *PathError {
 		}
 		return nil
 	}
-	for _, k := range []string{"_meta", "annotations"} {
-		if v, ok := m[k]; ok && !isObject(v) {
-			return &PathError{Path: "/" + k, Message: k + " must be an object"}
+	if v, ok := m["_meta"]; ok && !isObject(v) {
+		return &PathError{Path: "/_meta", Message: "_meta must be an object"}
+	}
+	if v, ok := m["annotations"]; ok {
+		if pe := annotationsShape(v); pe != nil {
+			return pe.under("/annotations")
 		}
 	}
 	switch typ {
@@ -400,7 +412,7 @@ func blockShape(raw json.RawMessage, nested bool) *PathError {
 		_ = json.Unmarshal(m["content"], &items)
 		for i, item := range items {
 			if pe := blockShape(item, true); pe != nil {
-				return &PathError{Path: fmt.Sprintf("/content/%d%s", i, pe.Path), Message: pe.Message}
+				return pe.under(fmt.Sprintf("/content/%d", i))
 			}
 		}
 		return nil
@@ -412,8 +424,39 @@ func blockShape(raw json.RawMessage, nested bool) *PathError {
 	return nil
 }
 
-// jsonKindIs reports whether v is a JSON value of kind: string, object or
-// array.
+// annotationsShape checks MCP's Annotations: an object whose audience is
+// an array of roles, lastModified a string and priority a number from 0
+// to 1. Paths are relative to the annotations.
+func annotationsShape(v json.RawMessage) *PathError {
+	var a map[string]json.RawMessage
+	if json.Unmarshal(v, &a) != nil || a == nil {
+		return &PathError{Message: "annotations must be an object"}
+	}
+	if v, ok := a["audience"]; ok {
+		var roles []json.RawMessage
+		if !jsonKindIs(v, "array") || json.Unmarshal(v, &roles) != nil {
+			return &PathError{Path: "/audience", Message: "audience must be an array of roles"}
+		}
+		for i, r := range roles {
+			if s := string(bytes.TrimSpace(r)); s != `"user"` && s != `"assistant"` {
+				return &PathError{Path: fmt.Sprintf("/audience/%d", i), Message: "a role is user or assistant"}
+			}
+		}
+	}
+	if v, ok := a["lastModified"]; ok && !jsonKindIs(v, "string") {
+		return &PathError{Path: "/lastModified", Message: "lastModified must be a string"}
+	}
+	if v, ok := a["priority"]; ok {
+		var p float64
+		if !jsonKindIs(v, "number") || json.Unmarshal(v, &p) != nil || p < 0 || p > 1 {
+			return &PathError{Path: "/priority", Message: "priority must be a number from 0 to 1"}
+		}
+	}
+	return nil
+}
+
+// jsonKindIs reports whether v is a JSON value of kind: string, object,
+// array, number or boolean.
 func jsonKindIs(v json.RawMessage, kind string) bool {
 	v = bytes.TrimSpace(v)
 	if len(v) == 0 {
@@ -428,6 +471,8 @@ func jsonKindIs(v json.RawMessage, kind string) bool {
 		return v[0] == '['
 	case "number":
 		return v[0] == '-' || v[0] >= '0' && v[0] <= '9'
+	case "boolean":
+		return v[0] == 't' || v[0] == 'f'
 	}
 	return false
 }
@@ -477,6 +522,30 @@ func (e *PathError) Error() string {
 		return e.Message // about the value itself; its holder knows where it is
 	}
 	return e.Path + ": " + e.Message
+}
+
+// under returns the error with its path put under the pointer at.
+func (e *PathError) under(at string) *PathError {
+	return &PathError{Path: at + e.Path, Message: e.Message}
+}
+
+// pathOf is an error of json.Unmarshal as a *PathError relative to the
+// value decoded: a *PathError as it is, a type error at its member, and
+// anything else at the value, saying msg (or, with msg empty, that the
+// value is not what it should be).
+func pathOf(err error, msg string) *PathError {
+	var pe *PathError
+	if errors.As(err, &pe) {
+		return pe
+	}
+	var typ *json.UnmarshalTypeError
+	if errors.As(err, &typ) && typ.Field != "" {
+		return &PathError{Path: "/" + strings.ReplaceAll(typ.Field, ".", "/"), Message: "must be " + expectedKind(typ)}
+	}
+	if msg == "" {
+		msg = "not a valid value here"
+	}
+	return &PathError{Message: msg}
 }
 
 // encodeBlocks writes one bare block when single is set and there is exactly
@@ -580,8 +649,26 @@ type ModelPreferences struct {
 
 // UnmarshalJSON decodes the preferences leniently: MCP leaves the object
 // (and its hints) open, so unknown members are ignored even by a strict
-// decoder.
+// decoder. A type error names its member in the Field of a
+// *json.UnmarshalTypeError, hints by index ("hints.1.name"), which the
+// decoder of an enclosing value prefixes with its own members.
 func (p *ModelPreferences) UnmarshalJSON(b []byte) error {
+	var w struct {
+		Hints []json.RawMessage `json:"hints"`
+	}
+	if err := json.Unmarshal(b, &w); err != nil {
+		return err
+	}
+	// The hints one by one, for the errors' paths; then the whole.
+	for i, h := range w.Hints {
+		if err := json.Unmarshal(h, new(ModelHint)); err != nil {
+			var typ *json.UnmarshalTypeError
+			if errors.As(err, &typ) {
+				typ.Field = strings.TrimSuffix(fmt.Sprintf("hints.%d.%s", i, typ.Field), ".")
+			}
+			return err
+		}
+	}
 	type plain ModelPreferences
 	return json.Unmarshal(b, (*plain)(p))
 }

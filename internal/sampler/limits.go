@@ -8,6 +8,12 @@ const (
 	// MaxSchemaDepth bounds how deeply a JSON Schema nests, in JSON levels
 	// (objects and arrays): {"properties":{"a":{}}} is 3 levels deep.
 	MaxSchemaDepth = 64
+	// MaxTokensLimit bounds maxTokens: no model writes more in one answer,
+	// and a provider would refuse the request only after its upstream call.
+	MaxTokensLimit = 1 << 20
+	// MaxToolNameLen bounds a tool's name: the longest OpenAI and Anthropic
+	// take (see ToolName).
+	MaxToolNameLen = 64
 )
 
 // JSONDepth returns how deeply the JSON text b nests objects and arrays:

@@ -2,10 +2,8 @@ package sampler
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sort"
-	"strings"
 )
 
 // CreateMessageParams is MCP's CreateMessageRequestParams (2025-11-25).
@@ -49,17 +47,8 @@ func (p *CreateMessageParams) UnmarshalJSON(b []byte) error {
 			return
 		}
 		if err := json.Unmarshal(v, dst); err != nil {
-			var pe *PathError
-			if errors.As(err, &pe) {
-				bad("/"+k+pe.Path, pe.Message)
-				return
-			}
-			var typ *json.UnmarshalTypeError
-			if errors.As(err, &typ) && typ.Field != "" {
-				bad("/"+k+"/"+strings.ReplaceAll(typ.Field, ".", "/"), "must be "+expectedKind(typ))
-				return
-			}
-			bad("/"+k, err.Error())
+			pe := pathOf(err, fmt.Sprintf("%s must be %s", k, kindName(kind))).under("/" + k)
+			bad(pe.Path, pe.Message)
 		}
 	}
 	for k, v := range m {
@@ -93,7 +82,15 @@ func (p *CreateMessageParams) UnmarshalJSON(b []byte) error {
 				bad("/maxTokens", "maxTokens must be an integer")
 			}
 		case "stopSequences":
-			into(k, v, "array", &p.StopSequences)
+			var raw []json.RawMessage
+			if into(k, v, "array", &raw); raw != nil {
+				p.StopSequences = make([]string, len(raw))
+			}
+			for i, s := range raw {
+				if !jsonKindIs(s, "string") || json.Unmarshal(s, &p.StopSequences[i]) != nil {
+					bad(fmt.Sprintf("/stopSequences/%d", i), "a stop sequence must be a string")
+				}
+			}
 		case "metadata":
 			into(k, v, "object", &p.Metadata)
 		case "tools":
@@ -110,9 +107,20 @@ func (p *CreateMessageParams) UnmarshalJSON(b []byte) error {
 			// The string shorthand of the REST API is not MCP's.
 			into(k, v, "object", &p.ToolChoice)
 		case "task":
-			into(k, v, "object", &p.Task)
+			var task struct {
+				TTL *int64 `json:"ttl"`
+			}
+			into(k, v, "object", &task)
+			p.Task = v
 		case "_meta":
-			into(k, v, "object", &p.Meta)
+			var meta struct {
+				ProgressToken json.RawMessage `json:"progressToken"`
+			}
+			into(k, v, "object", &meta)
+			if t := meta.ProgressToken; t != nil && !jsonKindIs(t, "string") && !jsonKindIs(t, "number") {
+				bad("/_meta/progressToken", "progressToken must be a string or an integer")
+			}
+			p.Meta = v
 		default:
 			if p.Extra == nil {
 				p.Extra = map[string]json.RawMessage{}
@@ -147,11 +155,8 @@ func decodeTool(path string, raw json.RawMessage, t *Tool) []FieldError {
 		return errs
 	}
 	if err := json.Unmarshal(raw, t); err != nil {
-		var typ *json.UnmarshalTypeError
-		if errors.As(err, &typ) && typ.Field != "" {
-			return []FieldError{{Path: path + "/" + strings.ReplaceAll(typ.Field, ".", "/"), Message: "must be " + expectedKind(typ)}}
-		}
-		return []FieldError{{Path: path, Message: "not a valid tool"}}
+		pe := pathOf(err, "not a valid tool").under(path)
+		return []FieldError{{Path: pe.Path, Message: pe.Message}}
 	}
 	return nil
 }

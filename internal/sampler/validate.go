@@ -20,8 +20,11 @@ func checkRequest(p *Params, schemas *SchemaCache) []FieldError {
 	if len(p.Messages) == 0 {
 		add("/messages", "at least one message is required")
 	}
-	if p.MaxTokens <= 0 {
+	switch {
+	case p.MaxTokens <= 0:
 		add("/maxTokens", "maxTokens must be greater than 0")
+	case p.MaxTokens > MaxTokensLimit:
+		add("/maxTokens", "maxTokens must be at most %d", MaxTokensLimit)
 	}
 	if p.Temperature != nil && (*p.Temperature < 0 || *p.Temperature > 2) {
 		add("/temperature", "temperature must be between 0 and 2")
@@ -54,10 +57,21 @@ func checkRequest(p *Params, schemas *SchemaCache) []FieldError {
 		switch {
 		case t.Name == "":
 			add(at+"/name", "tool name is required")
+		case !toolName(t.Name):
+			add(at+"/name", badToolName, MaxToolNameLen)
 		case names[t.Name]:
 			add(at+"/name", "tool %q is declared twice", t.Name)
 		}
 		names[t.Name] = true
+		for _, m := range []struct {
+			name, kind string
+			v          json.RawMessage
+		}{{"outputSchema", "object", t.OutputSchema}, {"annotations", "object", t.Annotations}, {"icons", "array", t.Icons},
+			{"execution", "object", t.Execution}, {"_meta", "object", t.Meta}} {
+			if m.v != nil && !jsonKindIs(m.v, m.kind) {
+				add(at+"/"+m.name, "%s must be %s", m.name, kindName(m.kind))
+			}
+		}
 		if len(t.InputSchema) == 0 {
 			add(at+"/inputSchema", "inputSchema is required")
 			continue
@@ -185,6 +199,26 @@ func checkMessages(msgs []Message, add func(path, format string, args ...any)) {
 		}
 	}
 }
+
+// toolName reports whether name is a tool name both MCP and the providers
+// take: 1 to MaxToolNameLen ASCII letters, digits, "_" or "-". MCP also
+// allows ".", and 128 characters; OpenAI and Anthropic refuse them.
+func toolName(name string) bool {
+	if name == "" || len(name) > MaxToolNameLen {
+		return false
+	}
+	for _, c := range []byte(name) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// badToolName says what a tool name must be (given MaxToolNameLen),
+// without echoing one that is not: it may hold control or bidirectional
+// characters.
+const badToolName = "a tool name is 1 to %d ASCII letters, digits, \"_\" or \"-\", as MCP and the providers take it"
 
 // messagePath is the JSON Pointer of message i. Paths are made only for
 // errors: a valid request makes none.
