@@ -1,8 +1,10 @@
 package handlers
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net/http"
 	"time"
@@ -110,13 +112,21 @@ func (s *server) tooMany(w http.ResponseWriter, r *http.Request, c *access.Calle
 }
 
 // limitSampling caps the sampling requests served at once
-// (Config.Access's InFlightSamples); one over the cap gets a 429. The
-// guard's count is what sampled_sampling_in_flight reads (newServer).
+// (Config.Access's InFlightSamples); one over the cap gets a 429. A request
+// takes its place once its body has been read (readBody): a slow sender
+// holds none. The guard's count is what sampled_sampling_in_flight reads
+// (newServer).
 func (s *server) limitSampling(next http.Handler) http.Handler {
 	if s.guard == nil {
 		return next
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := s.readBody(w, r)
+		if err != nil {
+			s.writeError(w, r, err)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
 		release, ok, wait := s.guard.StartSample()
 		if !ok {
 			s.tooMany(w, r, callerOf(r.Context()), metrics.LimitInFlight, wait, "the service is serving as many sampling requests as it takes at once; try again shortly")

@@ -8,9 +8,12 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"os"
 	"reflect"
 	"strconv"
 	"strings"
+	"time"
+	"unicode/utf8"
 
 	"github.com/kaptinlin/jsonpointer"
 
@@ -21,25 +24,59 @@ import (
 // arrays.
 const maxBodyDepth = sampler.MaxSchemaDepth + 16
 
-// decodeBody reads a JSON body of at most maxBody bytes into dst. With
-// strict set, unknown members are errors; the nested MCP objects that
-// decode themselves stay open, as MCP leaves them.
-func (s *server) decodeBody(w http.ResponseWriter, r *http.Request, dst any, strict bool) error {
+// readBody reads a request's body: at most maxBody bytes, within the body
+// timeout, in no content coding and, when the Content-Type names a
+// charset, in UTF-8. The sampling routes read it before they take a place
+// of the in-flight cap (limitSampling): a slow sender holds no place.
+func (s *server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if ce := r.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
+		w.Header().Set("Accept-Encoding", "identity")
+		return nil, unsupported(fmt.Sprintf("the body is in content coding %q; send it uncompressed", ce))
+	}
 	if ct := r.Header.Get("Content-Type"); ct != "" && ct != "application/json" {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")) {
-			return &bodyError{status: http.StatusUnsupportedMediaType, slug: "unsupported-media-type",
-				title: "Unsupported media type", detail: "send the body as application/json"}
+		mt, params, err := mime.ParseMediaType(ct)
+		switch cs := params["charset"]; {
+		case err != nil || (mt != "application/json" && !strings.HasSuffix(mt, "+json")):
+			return nil, unsupported("send the body as application/json")
+		case cs != "" && !strings.EqualFold(cs, "utf-8"):
+			return nil, unsupported(fmt.Sprintf("the body is in charset %q; send it in UTF-8", cs))
 		}
 	}
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(s.bodyTimeout)) // a writer without deadlines (a test's) reads without
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
+	var mbe *http.MaxBytesError
+	switch {
+	case err == nil:
+		// net/http reads on, to see the client go away: past the
+		// deadline, that read would cancel the request.
+		_ = rc.SetReadDeadline(time.Time{})
+		return body, nil
+	case errors.As(err, &mbe):
+		return nil, &bodyError{status: http.StatusRequestEntityTooLarge, slug: "body-too-large", title: "Request body too large",
+			detail: fmt.Sprintf("the body exceeds %d bytes", s.maxBody)}
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return nil, &bodyError{status: http.StatusRequestTimeout, slug: "request-timeout", title: "Request body timed out",
+			detail: fmt.Sprintf("the body did not arrive within %s", s.bodyTimeout)}
+	}
+	return nil, fmt.Errorf("read body: %w", err)
+}
+
+func unsupported(detail string) error {
+	return &bodyError{status: http.StatusUnsupportedMediaType, slug: "unsupported-media-type", title: "Unsupported media type", detail: detail}
+}
+
+// decodeBody reads a JSON body (readBody) into dst. With strict set,
+// unknown members are errors; the nested MCP objects that decode
+// themselves stay open, as MCP leaves them.
+func (s *server) decodeBody(w http.ResponseWriter, r *http.Request, dst any, strict bool) error {
+	body, err := s.readBody(w, r)
 	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return &bodyError{status: http.StatusRequestEntityTooLarge, slug: "body-too-large", title: "Request body too large",
-				detail: fmt.Sprintf("the body exceeds %d bytes", s.maxBody)}
-		}
-		return fmt.Errorf("read body: %w", err)
+		return err
+	}
+	if at := invalidUTF8(body); at >= 0 {
+		// encoding/json would read the byte as U+FFFD, silently.
+		return badJSON("/", fmt.Sprintf("the body is not valid UTF-8 (at byte %d, 0x%02x)", at, body[at]))
 	}
 	// encoding/json allows 10000 levels; a body has no use for more than
 	// a schema's (sampler.MaxSchemaDepth) and a few of its own.
@@ -65,6 +102,22 @@ func (s *server) decodeBody(w http.ResponseWriter, r *http.Request, dst any, str
 		return badJSON("/", "the body holds more than one JSON value")
 	}
 	return nil
+}
+
+// invalidUTF8 is the offset of the first byte of b that is not part of a
+// UTF-8 character, or -1 when there is none.
+func invalidUTF8(b []byte) int {
+	if utf8.Valid(b) {
+		return -1
+	}
+	at := 0
+	for {
+		r, n := utf8.DecodeRune(b[at:])
+		if r == utf8.RuneError && n == 1 {
+			return at
+		}
+		at += n
+	}
 }
 
 // decodeAt decodes raw, the member of a body at the JSON Pointer path,

@@ -28,6 +28,9 @@ type Config struct {
 	Logger *slog.Logger
 	// MaxBodyBytes bounds request bodies; 0 means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
+	// BodyTimeout bounds the reading of a request body; 0 means
+	// DefaultBodyTimeout.
+	BodyTimeout time.Duration
 	// Ready reports whether dependencies are reachable; nil means ready.
 	Ready func(ctx context.Context) error
 	// Loops, Runs and Tools serve the tool-loop routes.
@@ -45,8 +48,12 @@ type Config struct {
 	MCP http.Handler
 }
 
-// DefaultMaxBodyBytes bounds request bodies unless Config says otherwise.
-const DefaultMaxBodyBytes = 4 << 20
+// Defaults of Config. DefaultBodyTimeout is shorter than the server's
+// read timeout (a minute): a slow sender holds its connection no longer.
+const (
+	DefaultMaxBodyBytes = 4 << 20
+	DefaultBodyTimeout  = 10 * time.Second
+)
 
 type server struct {
 	sampler        *sampler.Service
@@ -54,6 +61,7 @@ type server struct {
 	metricsHandler http.Handler // serves /metrics from the Gatherer
 	log            *slog.Logger
 	maxBody        int64
+	bodyTimeout    time.Duration
 	ready          func(ctx context.Context) error
 	loops          Loops
 	runs           Runs
@@ -69,7 +77,7 @@ type server struct {
 func New(c Config) http.Handler { return newServer(c).routes() }
 
 func newServer(c Config) *server {
-	s := &server{sampler: c.Sampler, metrics: c.Metrics, log: c.Logger, maxBody: c.MaxBodyBytes, ready: c.Ready,
+	s := &server{sampler: c.Sampler, metrics: c.Metrics, log: c.Logger, maxBody: c.MaxBodyBytes, bodyTimeout: c.BodyTimeout, ready: c.Ready,
 		loops: c.Loops, runs: c.Runs, tools: c.Tools, heartbeat: c.Heartbeat, guard: c.Access, metricsNeedKey: c.MetricsNeedKey,
 		mcp: c.MCP}
 	if s.mcp == nil {
@@ -94,6 +102,9 @@ func newServer(c Config) *server {
 	}
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxBodyBytes
+	}
+	if s.bodyTimeout <= 0 {
+		s.bodyTimeout = DefaultBodyTimeout
 	}
 	return s
 }
