@@ -10,6 +10,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sampled/sampled/internal/metrics"
 )
 
 var validName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
@@ -70,7 +72,7 @@ func TestRebuildCollisions(t *testing.T) {
 	t.Parallel()
 	a := &server{name: "a", tools: []*mcp.Tool{{Name: "x.y"}, {Name: "x_y"}, {Name: "z"}}}
 	b := &server{name: "a.x", tools: []*mcp.Tool{{Name: "y"}}}
-	r := &Registry{logger: slog.New(slog.DiscardHandler), servers: map[string]*server{"a": a, "a.x": b}}
+	r := &Registry{logger: slog.New(slog.DiscardHandler), metrics: metrics.New(nil), servers: map[string]*server{"a": a, "a.x": b}}
 	r.rebuild()
 	type named struct{ Name, Server, Original string }
 	var got []named

@@ -142,6 +142,7 @@ func New(o Options) (*Registry, error) {
 	}
 	for name := range r.servers {
 		r.metrics.MCPServerUp.WithLabelValues(name).Set(0)
+		r.metrics.ToolCallDuration.WithLabelValues(name)
 	}
 	return r, nil
 }
@@ -415,6 +416,9 @@ func (r *Registry) rebuild() {
 			}
 		}
 		index[name] = toolRef{server: e.s, original: e.t.Name}
+		for _, outcome := range []string{outcomeOK, outcomeToolError, outcomeError} {
+			r.metrics.ToolCalls.WithLabelValues(name, outcome) // at 0 from the tool's first listing
+		}
 		tools = append(tools, Tool{
 			Name:        name,
 			Server:      e.s.name,
