@@ -191,6 +191,14 @@ func New(o Options) *Engine {
 	if o.Metrics == nil {
 		o.Metrics = metrics.New(nil)
 	}
+	// The series exist from the start, at 0: an idle service's dashboard
+	// shows zeros, and increase() sees the first loop.
+	for _, status := range []string{StatusCompleted, StatusMaxIterations, StatusTimeout, StatusCancelled, StatusFailed} {
+		o.Metrics.LoopsTotal.WithLabelValues(status)
+	}
+	for _, event := range []string{EventLoopStarted, EventModelCompleted, EventToolStarted, EventToolCompleted, EventIterationCompleted, EventLoopCompleted} {
+		o.Metrics.SSEEvents.WithLabelValues(event)
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
