@@ -162,8 +162,8 @@ func (s *server) handleGetLoop(w http.ResponseWriter, r *http.Request) {
 	s.writeJSON(w, http.StatusOK, m)
 }
 
-// loopSummary is one run of GET /v1/loops: its snapshot without the
-// transcript, and links.
+// loopSummary is one run of GET /v1/loops: the summary the run store keeps
+// (loop.Summary: no transcript, a preview of the result), and links.
 type loopSummary struct {
 	ID            string          `json:"id"`
 	TraceID       string          `json:"traceId"`
@@ -209,13 +209,13 @@ func (s *server) handleListLoops(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	keyed, owner := s.keyed(), ownerOf(r.Context())
-	match := func(snap json.RawMessage) bool {
+	match := func(sum json.RawMessage) bool {
 		var sm struct {
 			Status string      `json:"status"`
 			Origin loop.Origin `json:"origin"`
 			Owner  string      `json:"owner"`
 		}
-		if json.Unmarshal(snap, &sm) != nil {
+		if json.Unmarshal(sum, &sm) != nil {
 			return false
 		}
 		if keyed && sm.Owner != owner {
@@ -249,8 +249,8 @@ func (s *server) handleListLoops(w http.ResponseWriter, r *http.Request) {
 	}{Loops: make([]loopSummary, 0, len(page.Runs)), Next: page.Next}
 	for _, run := range page.Runs {
 		var sum loopSummary
-		if err := json.Unmarshal(run.Snapshot, &sum); err != nil {
-			s.writeError(w, r, fmt.Errorf("loop %s: decode snapshot: %w", run.ID, err))
+		if err := json.Unmarshal(run.Summary, &sum); err != nil {
+			s.writeError(w, r, fmt.Errorf("loop %s: decode summary: %w", run.ID, err))
 			return
 		}
 		if sum.Origin.Kind == "" {
@@ -328,6 +328,10 @@ func (s *server) checkOwner(ctx context.Context, id string) error {
 	return nil
 }
 
+// storeRetryAfter is the Retry-After of the 503 of a loop route while the
+// run store does not answer.
+const storeRetryAfter = 5 * time.Second
+
 // loopError maps run-store errors to problems.
 func loopError(id string, err error) error {
 	switch {
@@ -340,6 +344,9 @@ func loopError(id string, err error) error {
 	case errors.Is(err, runs.ErrClosed), errors.Is(err, loop.ErrClosed):
 		return &bodyError{status: http.StatusServiceUnavailable, slug: "not-ready", title: "Not ready",
 			detail: "the service is shutting down; try again"}
+	case errors.Is(err, runs.ErrUnavailable):
+		return &bodyError{status: http.StatusServiceUnavailable, slug: "not-ready", title: "Not ready",
+			detail: "the run store does not answer; try again", retryAfter: storeRetryAfter}
 	case errors.Is(err, runs.ErrExpired):
 		return &bodyError{status: http.StatusGone, slug: "events-expired", title: "Events no longer retained",
 			detail: "the events after this id are no longer kept; read the run with GET /v1/loops/" + id}

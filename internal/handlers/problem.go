@@ -61,7 +61,8 @@ func problemFor(err error) Problem {
 	)
 	switch {
 	case errors.As(err, &body):
-		return Problem{Type: problemBase + body.slug, Title: body.title, Status: body.status, Detail: body.detail, Errors: body.errors}
+		return Problem{Type: problemBase + body.slug, Title: body.title, Status: body.status, Detail: body.detail, Errors: body.errors,
+			retryAfter: body.retryAfter}
 	case errors.As(err, &inv):
 		return Problem{Type: problemBase + "invalid-request", Title: "Invalid request", Status: http.StatusBadRequest,
 			Detail: inv.Error(), Errors: inv.Errors}
@@ -147,6 +148,8 @@ type bodyError struct {
 	title  string
 	detail string
 	errors []sampler.FieldError
+	// retryAfter, when set, is sent as the Retry-After header.
+	retryAfter time.Duration
 }
 
 func (e *bodyError) Error() string { return e.detail }

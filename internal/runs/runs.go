@@ -19,6 +19,12 @@ import (
 	"errors"
 )
 
+// Summarize makes the summary of a run, what List shows of it, from the
+// run's snapshot: a few small members, never a transcript, so that listing
+// costs the same however large the runs are. A Store calls it whenever the
+// snapshot changes. A nil Summarize keeps the snapshot itself as summary.
+type Summarize func(snapshot json.RawMessage) json.RawMessage
+
 // Event is one event of a run's log. IDs start at 1 and increase by 1 per
 // run.
 type Event struct {
@@ -54,6 +60,9 @@ var (
 	ErrClosed = errors.New("run store closed")
 	// ErrCursor: List was given a cursor it did not make.
 	ErrCursor = errors.New("invalid cursor")
+	// ErrUnavailable: the store's backend did not answer (Redis is down
+	// or unreachable); asking again later may succeed.
+	ErrUnavailable = errors.New("run store unavailable")
 )
 
 // DefaultListLimit is the page size of List when the query gives none.
@@ -66,16 +75,17 @@ type ListQuery struct {
 	// Limit is the most runs of the page; 0 or less means
 	// DefaultListLimit.
 	Limit int
-	// Match, if set, keeps the runs whose latest snapshot it accepts; nil
-	// keeps all. A backend may call it for every run it keeps, one at a
-	// time, and must not hold a lock that Store's methods need meanwhile.
-	Match func(snapshot json.RawMessage) bool
+	// Match, if set, keeps the runs whose summary it accepts; nil keeps
+	// all. A backend may call it for every run it keeps, one at a time,
+	// and must not hold a lock that Store's methods need meanwhile.
+	Match func(summary json.RawMessage) bool
 }
 
-// Listed is one run of a page: its id and latest snapshot.
+// Listed is one run of a page: its id and the summary of its latest
+// snapshot (see Summarize).
 type Listed struct {
-	ID       string
-	Snapshot json.RawMessage
+	ID      string
+	Summary json.RawMessage
 }
 
 // Page is a page of runs, newest (most recently created) first.
@@ -95,6 +105,9 @@ type Page struct {
 // A run is running from Create until Finish; a finished run is kept for the
 // store's time to live, then it is gone (ErrNotFound) and its id can be
 // created again. A log keeps a bounded window of a run's latest events.
+// A store also bounds the bytes of the runs it keeps: past its cap it
+// drops the oldest finished runs before their time to live (running runs
+// are never dropped).
 type Store interface {
 	// Create adds a running run with an empty log. An id still kept gives
 	// ErrExists.
@@ -124,8 +137,9 @@ type Store interface {
 	// every subscription that ends with its run does.
 	Subscribe(ctx context.Context, id string, after int64) (Subscription, error)
 	// List returns a page of the kept runs (running, or finished and not
-	// yet expired) that q.Match accepts, newest first. A cursor List did
-	// not make gives ErrCursor.
+	// yet expired) that q.Match accepts, newest first, with their
+	// summaries: its cost does not depend on the runs' sizes. A cursor
+	// List did not make gives ErrCursor.
 	List(ctx context.Context, q ListQuery) (Page, error)
 	// Cancel asks for a running run to be cancelled: the one watching the
 	// run's Cancelled channel, wherever it runs, stops the run, which then

@@ -2,11 +2,16 @@ package memory
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/sampled/sampled/internal/runs"
 )
 
 // BenchmarkFanout1000 publishes events to a run with 1000 subscribers, each
@@ -122,4 +127,37 @@ func parseInt(b []byte) int64 {
 		n = n*10 + int64(c-'0')
 	}
 	return n
+}
+
+// BenchmarkList lists the first page of 10,000 kept runs, each with a
+// summary and a snapshot of the given size: the cost of a page does not
+// depend on the snapshots' sizes. "filtered" keeps 1 run in 100, as a key
+// among many sees its own runs only.
+func BenchmarkList(b *testing.B) {
+	const kept = 10000
+	for _, size := range []int{1 << 10, 16 << 10} {
+		m := New(Options{Summarize: func(json.RawMessage) json.RawMessage { return json.RawMessage(`{"status":"completed"}`) }})
+		snap := json.RawMessage(`{"pad":"` + strings.Repeat("x", size) + `"}`)
+		for i := range kept {
+			if err := m.Create(context.Background(), "run"+strconv.Itoa(i), snap); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for _, filter := range []string{"all", "filtered"} {
+			b.Run(fmt.Sprintf("snapshot=%dKiB/%s", size>>10, filter), func(b *testing.B) {
+				var match func(json.RawMessage) bool
+				if filter == "filtered" {
+					n := 0
+					match = func(json.RawMessage) bool { n++; return n%100 == 0 }
+				}
+				b.ReportAllocs()
+				for b.Loop() {
+					page, err := m.List(context.Background(), runs.ListQuery{Match: match})
+					if err != nil || len(page.Runs) != runs.DefaultListLimit {
+						b.Fatalf("List: %d runs, %v", len(page.Runs), err)
+					}
+				}
+			})
+		}
+	}
 }

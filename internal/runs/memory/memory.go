@@ -3,18 +3,18 @@
 // Its subscriptions cost no goroutine: events are delivered by non-blocking
 // sends into buffered channels (runs.Fanout), so a slow subscriber never
 // blocks Append nor other subscribers; it is cut instead (runs.ErrSlow) and resumes by id. A
-// run keeps a bounded window of its latest events, and a finished run
-// expires after a time to live.
+// run keeps a bounded window of its latest events, a finished run expires
+// after a time to live, and past the store's size cap the oldest finished
+// runs go first.
 package memory
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"math"
-	"slices"
+	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -28,6 +28,7 @@ const (
 	defaultMaxEvents = 10000
 	defaultTTL       = time.Hour
 	defaultBuffer    = 256
+	defaultMaxBytes  = 256 << 20
 )
 
 // Options configure a Store. The zero value means the defaults.
@@ -42,6 +43,13 @@ type Options struct {
 	// Buffer is the number of live events a subscriber may fall behind
 	// before it is cut with runs.ErrSlow; 0 means 256.
 	Buffer int
+	// MaxBytes caps the bytes of the kept runs' snapshots and event data;
+	// 0 means 256 MiB. Past it, when a run is created or an event
+	// appended, the runs that finished first are dropped before their
+	// TTL; running runs stay.
+	MaxBytes int64
+	// Summarize makes the summaries List gives; nil keeps the snapshots.
+	Summarize runs.Summarize
 	// Now is the clock; nil means time.Now.
 	Now func() time.Time
 }
@@ -56,12 +64,20 @@ type Store struct {
 	maxEvents int
 	ttl       time.Duration
 	buffer    int
+	maxBytes  int64
+	summarize runs.Summarize
 	now       func() time.Time
 
-	mu   sync.RWMutex // guards runs and created
+	mu   sync.RWMutex // guards runs, order and created
 	runs map[string]*run
+	// order is the kept runs in the order they were created, and some
+	// dropped ones; List walks it. It is only appended to, or replaced
+	// by a compacted copy: a slice of it stays valid without mu.
+	order []*run
 	// created counts the runs created; each run's seq is its count.
 	created uint64
+	// bytes is the size of the kept runs (see run.size).
+	bytes atomic.Int64
 
 	closed atomic.Bool // Close was called
 
@@ -76,7 +92,6 @@ var _ runs.Store = (*Store)(nil)
 
 // expiry is a finished run and when it expires.
 type expiry struct {
-	id string
 	r  *run
 	at time.Time
 }
@@ -84,11 +99,15 @@ type expiry struct {
 // run is one run. Its mutex guards every field and the delivery of events
 // to its subscriptions.
 type run struct {
+	id         string
 	seq        uint64 // creation order, from 1; set before the run is shared
 	mu         sync.Mutex
+	gone       bool  // dropped from the store
+	size       int64 // bytes of snapshot and of the events' names and data
 	snapshot   json.RawMessage
-	events     []runs.Event // the retained window: contiguous ids ending at last
-	last       int64        // id of the last event appended; 0 before the first
+	summary    json.RawMessage // never modified: List hands it out
+	events     []runs.Event    // the retained window: contiguous ids ending at last
+	last       int64           // id of the last event appended; 0 before the first
 	finished   bool
 	finishedAt time.Time
 	cancel     chan struct{} // closed by Cancel
@@ -103,6 +122,8 @@ func New(o Options) *Store {
 		maxEvents: o.MaxEvents,
 		ttl:       o.TTL,
 		buffer:    o.Buffer,
+		maxBytes:  o.MaxBytes,
+		summarize: o.Summarize,
 		now:       o.Now,
 		runs:      make(map[string]*run),
 	}
@@ -115,6 +136,9 @@ func New(o Options) *Store {
 	if m.buffer <= 0 {
 		m.buffer = defaultBuffer
 	}
+	if m.maxBytes <= 0 {
+		m.maxBytes = defaultMaxBytes
+	}
 	if m.now == nil {
 		m.now = time.Now
 	}
@@ -126,7 +150,8 @@ func New(o Options) *Store {
 // runs.ErrExists; the id of an expired run is reused.
 func (m *Store) Create(_ context.Context, id string, snapshot json.RawMessage) error {
 	now := m.now()
-	m.sweep(now)
+	snap, sum := m.copy(snapshot)
+	defer m.sweep(now)
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if old, ok := m.runs[id]; ok {
@@ -136,18 +161,45 @@ func (m *Store) Create(_ context.Context, id string, snapshot json.RawMessage) e
 		if !expired {
 			return fmt.Errorf("runs: create %q: %w", id, runs.ErrExists)
 		}
+		m.drop(old)
 	}
 	m.created++
-	r := &run{seq: m.created, snapshot: clone(snapshot), cancel: make(chan struct{})}
+	r := &run{id: id, seq: m.created, cancel: make(chan struct{})}
 	r.fan = runs.NewFanout(&r.mu)
+	r.set(m, snap, sum)
 	m.runs[id] = r
+	m.order = append(m.order, r)
 	return nil
 }
 
-// List returns a page of the kept runs q.Match accepts, newest first; see
-// runs.Store. It sorts the kept runs by creation on each call, and calls
-// Match with no lock held. A cursor is the creation number of the last run
-// of a page.
+// copy returns a copy of snapshot and its summary.
+func (m *Store) copy(snapshot json.RawMessage) (snap, sum json.RawMessage) {
+	snap = clone(snapshot)
+	if m.summarize == nil || snap == nil {
+		return snap, snap
+	}
+	return snap, m.summarize(snap)
+}
+
+// set replaces r's snapshot and summary, and counts the change of size.
+// r.mu must be held, or r not yet shared.
+func (r *run) set(m *Store, snap, sum json.RawMessage) {
+	r.grow(m, int64(len(snap)-len(r.snapshot)))
+	r.snapshot, r.summary = snap, sum
+}
+
+// grow counts delta more bytes in r and the store. r.mu must be held, or
+// r not yet shared.
+func (r *run) grow(m *Store, delta int64) {
+	r.size += delta
+	m.bytes.Add(delta)
+}
+
+// List returns a page of the kept runs q.Match accepts, newest first, with
+// their summaries; see runs.Store. It walks the runs back from the cursor
+// in creation order, and calls Match with no lock held. A cursor is the
+// creation number of the last run of a page. The summaries are shared:
+// treat them as read-only.
 func (m *Store) List(_ context.Context, q runs.ListQuery) (runs.Page, error) {
 	before := uint64(math.MaxUint64)
 	if q.After != "" {
@@ -161,48 +213,40 @@ func (m *Store) List(_ context.Context, q runs.ListQuery) (runs.Page, error) {
 	if limit <= 0 {
 		limit = runs.DefaultListLimit
 	}
-	type entry struct {
-		id string
-		r  *run
-	}
 	m.mu.RLock()
-	all := make([]entry, 0, len(m.runs))
-	for id, r := range m.runs {
-		if r.seq < before {
-			all = append(all, entry{id, r})
-		}
-	}
+	order := m.order
 	m.mu.RUnlock()
-	slices.SortFunc(all, func(a, b entry) int { return cmp.Compare(b.r.seq, a.r.seq) })
 	now := m.now()
 	page := runs.Page{Runs: []runs.Listed{}}
 	var last uint64 // seq of the last run of the page
-	for _, e := range all {
-		e.r.mu.Lock()
-		expired := e.r.expired(now, m.ttl)
-		snap := clone(e.r.snapshot)
-		e.r.mu.Unlock()
-		if expired || q.Match != nil && !q.Match(snap) {
+	for i := sort.Search(len(order), func(i int) bool { return order[i].seq >= before }) - 1; i >= 0; i-- {
+		r := order[i]
+		r.mu.Lock()
+		skip := r.gone || r.expired(now, m.ttl)
+		sum := r.summary
+		r.mu.Unlock()
+		if skip || q.Match != nil && !q.Match(sum) {
 			continue
 		}
 		if len(page.Runs) == limit {
 			page.Next = strconv.FormatUint(last, 10)
 			break
 		}
-		page.Runs = append(page.Runs, runs.Listed{ID: e.id, Snapshot: snap})
-		last = e.r.seq
+		page.Runs = append(page.Runs, runs.Listed{ID: r.id, Summary: sum})
+		last = r.seq
 	}
 	return page, nil
 }
 
 // SetSnapshot replaces the run's snapshot with a copy of snapshot.
 func (m *Store) SetSnapshot(_ context.Context, id string, snapshot json.RawMessage) error {
+	snap, sum := m.copy(snapshot)
 	r, _, err := m.lock(id)
 	if err != nil {
 		return fmt.Errorf("runs: set snapshot of %q: %w", id, err)
 	}
 	defer r.mu.Unlock()
-	r.snapshot = clone(snapshot)
+	r.set(m, snap, sum)
 	return nil
 }
 
@@ -241,6 +285,10 @@ func (m *Store) Finish(_ context.Context, id, name string, data, snapshot json.R
 }
 
 func (m *Store) append(id, name string, data, snapshot json.RawMessage, terminal bool) (runs.Event, error) {
+	var snap, sum json.RawMessage
+	if snapshot != nil {
+		snap, sum = m.copy(snapshot)
+	}
 	r, now, err := m.lock(id)
 	if err != nil {
 		return runs.Event{}, err
@@ -253,21 +301,25 @@ func (m *Store) append(id, name string, data, snapshot json.RawMessage, terminal
 	ev := runs.Event{ID: r.last, Name: name, Data: clone(data)}
 	if len(r.events) >= m.maxEvents {
 		n := len(r.events) - m.maxEvents + 1
+		for _, old := range r.events[:n] {
+			r.grow(m, -eventSize(old))
+		}
 		clear(r.events[:n]) // let the dropped payloads be collected
 		r.events = r.events[n:]
 	}
 	r.events = append(r.events, ev)
+	r.grow(m, eventSize(ev))
 	r.fan.Deliver(ev, terminal)
 	if terminal {
 		r.finished = true
 		r.finishedAt = now
 		if snapshot != nil {
-			r.snapshot = clone(snapshot)
+			r.set(m, snap, sum)
 		}
 	}
 	r.mu.Unlock()
 	if terminal {
-		m.scheduleExpiry(id, r, now.Add(m.ttl))
+		m.scheduleExpiry(r, now.Add(m.ttl))
 	}
 	m.sweep(now)
 	return ev, nil
@@ -375,64 +427,96 @@ func (m *Store) lock(id string) (*run, time.Time, error) {
 		return nil, now, runs.ErrNotFound
 	}
 	r.mu.Lock()
+	if r.gone {
+		r.mu.Unlock()
+		return nil, now, runs.ErrNotFound
+	}
 	if r.expired(now, m.ttl) {
 		r.mu.Unlock()
-		m.remove(id, r)
+		m.remove(r)
 		return nil, now, runs.ErrNotFound
 	}
 	return r, now, nil
 }
 
-// remove deletes the run r under id, unless id was reused meanwhile.
-func (m *Store) remove(id string, r *run) {
+// remove drops r, unless it was dropped already.
+func (m *Store) remove(r *run) {
 	m.mu.Lock()
-	if m.runs[id] == r {
-		delete(m.runs, id)
-	}
+	m.drop(r)
 	m.mu.Unlock()
 }
 
+// drop deletes r from the store, unless its id was created again or it was
+// dropped already, and discounts its size. m.mu must be held. Once the
+// dropped runs are half of order, order is compacted into a new slice.
+func (m *Store) drop(r *run) {
+	if m.runs[r.id] != r {
+		return
+	}
+	delete(m.runs, r.id)
+	r.mu.Lock()
+	r.gone = true
+	m.bytes.Add(-r.size)
+	r.mu.Unlock()
+	if len(m.order) > 2*len(m.runs)+64 {
+		kept := make([]*run, 0, 2*len(m.runs))
+		for _, o := range m.order {
+			if m.runs[o.id] == o {
+				kept = append(kept, o)
+			}
+		}
+		m.order = kept
+	}
+}
+
+// eventSize is what an event counts in a run's size.
+func eventSize(ev runs.Event) int64 { return int64(len(ev.Name) + len(ev.Data)) }
+
 // scheduleExpiry queues r, finished, for the sweep.
-func (m *Store) scheduleExpiry(id string, r *run, at time.Time) {
+func (m *Store) scheduleExpiry(r *run, at time.Time) {
 	m.expMu.Lock()
 	defer m.expMu.Unlock()
-	m.expiries = append(m.expiries, expiry{id: id, r: r, at: at})
+	m.expiries = append(m.expiries, expiry{r: r, at: at})
 	m.nextExpiry.Store(m.expiries[0].at.UnixNano())
 }
 
-// sweep removes the finished runs that expired by now. Runs are queued in
-// the order they finished; with a clock that goes back, a run may wait in
-// the queue past its expiry, but lock expires it on access anyway.
+// sweep drops the finished runs that expired by now, and, while the store
+// holds more than its cap, the runs that finished first. Runs are queued
+// in the order they finished; with a clock that goes back, a run may wait
+// in the queue past its expiry, but lock expires it on access anyway.
 func (m *Store) sweep(now time.Time) {
-	if now.UnixNano() < m.nextExpiry.Load() {
-		return
+	for {
+		r := m.due(now)
+		if r == nil {
+			return
+		}
+		m.remove(r)
+	}
+}
+
+// due takes the first run of the expiry queue if it expired by now or the
+// store is over its cap; nil when there is none to drop.
+func (m *Store) due(now time.Time) *run {
+	over := m.bytes.Load() > m.maxBytes
+	if !over && now.UnixNano() < m.nextExpiry.Load() {
+		return nil
 	}
 	m.expMu.Lock()
-	n := 0
-	for n < len(m.expiries) && !now.Before(m.expiries[n].at) {
-		n++
+	defer m.expMu.Unlock()
+	if len(m.expiries) == 0 || !over && now.Before(m.expiries[0].at) {
+		return nil
 	}
-	due := make([]expiry, n)
-	copy(due, m.expiries[:n])
-	clear(m.expiries[:n])
-	m.expiries = m.expiries[n:]
-	if len(m.expiries) == 0 {
-		m.expiries = nil
-		m.nextExpiry.Store(math.MaxInt64)
+	r := m.expiries[0].r
+	m.expiries[0] = expiry{}
+	m.expiries = m.expiries[1:]
+	next := int64(math.MaxInt64)
+	if len(m.expiries) > 0 {
+		next = m.expiries[0].at.UnixNano()
 	} else {
-		m.nextExpiry.Store(m.expiries[0].at.UnixNano())
+		m.expiries = nil
 	}
-	m.expMu.Unlock()
-	if len(due) == 0 {
-		return
-	}
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, e := range due {
-		if m.runs[e.id] == e.r {
-			delete(m.runs, e.id)
-		}
-	}
+	m.nextExpiry.Store(next)
+	return r
 }
 
 // expired reports whether r finished at least ttl before now. r.mu must be

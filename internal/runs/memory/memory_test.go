@@ -21,7 +21,7 @@ import (
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, o storetest.Options) storetest.Subject {
 		c := storetest.NewClock()
-		m := New(Options{MaxEvents: o.MaxEvents, TTL: o.TTL, Buffer: o.Buffer, Now: c.Now})
+		m := New(Options{MaxEvents: o.MaxEvents, TTL: o.TTL, Buffer: o.Buffer, MaxBytes: o.MaxBytes, Summarize: o.Summarize, Now: c.Now})
 		t.Cleanup(func() {
 			if n := liveSubs(m); n != 0 {
 				t.Errorf("%d live subscriptions at the end, want 0", n)

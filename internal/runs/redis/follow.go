@@ -49,7 +49,7 @@ func (s *Store) readLog(ctx context.Context, id string, after int64) (logState, 
 	)
 	err := s.timed("subscribe", func() error {
 		_, err := s.c.TxPipelined(ctx, func(p goredis.Pipeliner) error {
-			hm = p.HMGet(ctx, s.metaKey(id), "last", "exp", "cancel", "snap")
+			hm = p.HMGet(ctx, s.metaKey(id), "last", "exp", "cancel")
 			head = p.XRangeN(ctx, s.eventsKey(id), "-", "+", 1)
 			rest = p.XRange(ctx, s.eventsKey(id), strconv.FormatInt(after+1, 10), "+")
 			return nil

@@ -27,8 +27,7 @@ return 1
 // abandonScript ends a run whose lease expired, as add does, unless it is
 // no longer running or its lease is back; it marks the run 'lost' (see
 // setSnapshotScript). A run that is gone or finished leaves the running
-// runs. KEYS meta, events, lease, running; ARGV addArgs of a terminal
-// event. It returns the terminal event's id, or 0 when it ended nothing.
+// runs. KEYS those of appendScript; ARGV addArgs of a terminal event. It returns the terminal event's id, or 0 when it ended nothing.
 var abandonScript = goredis.NewScript(alive + add + `
 if not alive(a.now) or redis.call('HEXISTS', KEYS[1], 'exp') == 1 then
   redis.call('SREM', KEYS[4], a.id)
@@ -153,13 +152,13 @@ func (s *Store) end(id string) {
 	case m.finished:
 		// Finished: the script drops it from the running runs.
 	default:
-		snap = m.snapshot
+		snap = m.value
 	}
 	name, data, final := s.abandon(id, snap, AbandonedReason)
 	now := s.now()
-	args := addArgs{Now: now.UnixMilli(), ID: id, Name: name, Data: string(data), Terminal: true, Snapshot: string(final),
-		MaxEvents: s.maxEvents, ExpiresAt: now.Add(s.ttl).UnixMilli(), TTL: s.ttl.Milliseconds()}
+	args := s.addArgs(id, name, data, final, true)
+	args.Now, args.ExpiresAt = now.UnixMilli(), now.Add(s.ttl).UnixMilli()
 	_ = s.timed("abandon", func() error {
-		return abandonScript.Run(s.ctx, s.c, []string{s.metaKey(id), s.eventsKey(id), s.leaseKey(id), s.runningKey()}, args.String()).Err()
+		return abandonScript.Run(s.ctx, s.c, s.addKeys(id), args.String()).Err()
 	})
 }

@@ -250,9 +250,9 @@ func TestRetriedAppendOnce(t *testing.T) {
 	run := func(op string, retry bool) int64 {
 		t.Helper()
 		now := s.now()
-		args := addArgs{Now: now.UnixMilli(), ID: "r", Name: "tool.completed", MaxEvents: s.maxEvents,
-			ExpiresAt: now.Add(s.ttl).UnixMilli(), TTL: s.ttl.Milliseconds(), Op: op, Retry: retry}
-		n, err := appendScript.Run(ctx, s.c, []string{s.metaKey("r"), s.eventsKey("r"), s.leaseKey("r"), s.runningKey()}, args.String()).Int64()
+		args := s.addArgs("r", "tool.completed", nil, nil, false)
+		args.Now, args.ExpiresAt, args.Op, args.Retry = now.UnixMilli(), now.Add(s.ttl).UnixMilli(), op, retry
+		n, err := appendScript.Run(ctx, s.c, s.addKeys("r"), args.String()).Int64()
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,10 +18,10 @@ const defaultListLimit = runs.DefaultListLimit
 // errCursor: list was given a cursor it did not make.
 var errCursor = runs.ErrCursor
 
-// listed is one run of a page of list: its id and latest snapshot.
+// listed is one run of a page of list: its id and latest summary.
 type listed struct {
-	id       string
-	snapshot json.RawMessage
+	id      string
+	summary json.RawMessage
 }
 
 // forgetScript removes a run from the index if its keys are gone (Redis
@@ -32,8 +32,8 @@ if redis.call('EXISTS', KEYS[1]) == 0 then redis.call('ZREM', KEYS[2], ARGV[1]) 
 return 1
 `)
 
-// list returns a page of the kept runs that match accepts (nil: all),
-// newest first, at most limit (0 or less: 20) of them, after the cursor of
+// list returns a page of the kept runs whose summaries match accepts (nil:
+// all), newest first, with their summaries, at most limit (0 or less: 20) of them, after the cursor of
 // the previous page ("" for the first), and the cursor of the next page,
 // "" when no matching run is left. A cursor is the creation number of the
 // last run of its page, so it stays valid while runs are created and
@@ -71,7 +71,7 @@ func (s *Store) list(ctx context.Context, after string, limit int, match func(js
 		err = s.timed("list", func() error {
 			_, err := s.c.Pipelined(ctx, func(p goredis.Pipeliner) error {
 				for i, e := range entries {
-					metas[i] = p.HMGet(ctx, s.metaKey(e.Member.(string)), "last", "exp", "cancel", "snap")
+					metas[i] = p.HMGet(ctx, s.metaKey(e.Member.(string)), "last", "exp", "cancel", "sum")
 				}
 				return nil
 			})
@@ -96,13 +96,13 @@ func (s *Store) list(ctx context.Context, after string, limit int, match func(js
 			if err != nil {
 				return nil, "", fmt.Errorf("runs: list: run %q: %w", id, err)
 			}
-			if match != nil && !match(m.snapshot) {
+			if match != nil && !match(m.value) {
 				continue
 			}
 			if len(page) == limit {
 				return page, strconv.FormatInt(last, 10), nil
 			}
-			page = append(page, listed{id: id, snapshot: m.snapshot})
+			page = append(page, listed{id: id, summary: m.value})
 			last = int64(e.Score)
 		}
 		if int64(len(entries)) < batch {
@@ -120,7 +120,7 @@ func (s *Store) List(ctx context.Context, q runs.ListQuery) (runs.Page, error) {
 	}
 	page := runs.Page{Runs: make([]runs.Listed, len(found)), Next: next}
 	for i, l := range found {
-		page.Runs[i] = runs.Listed{ID: l.id, Snapshot: l.snapshot}
+		page.Runs[i] = runs.Listed{ID: l.id, Summary: l.summary}
 	}
 	return page, nil
 }

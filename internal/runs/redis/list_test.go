@@ -129,7 +129,7 @@ func TestList(t *testing.T) {
 		}
 		got := map[string]string{}
 		for _, r := range page {
-			got[r.id] = string(r.snapshot)
+			got[r.id] = string(r.summary)
 		}
 		want := map[string]string{}
 		for i, st := range []string{"running", "completed", "updated", "completed", "running"} {

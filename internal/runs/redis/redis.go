@@ -9,6 +9,15 @@
 // replica. Appending, finishing and cancelling are Lua scripts: the event
 // and the run's state change in one step. The stream is capped at
 // MaxEvents entries, exactly; a finished run's keys expire after the TTL.
+// The hash also holds the run's summary, which List reads instead of the
+// snapshot.
+//
+// The runs kept together have a size cap (Options.MaxBytes): each run's
+// size (its snapshot and the names and data of the events appended to it)
+// is counted in one hash, their sum in one counter, and the finished runs
+// are a sorted set in the order they finished. Creating or finishing a run
+// drops the finished runs that expired, then, while the sum is past the
+// cap, the runs that finished first, keys and all.
 //
 // Live events are read once per replica and run: the first subscriber of a
 // run on this replica starts one blocking XREAD loop on the run's stream,
@@ -80,6 +89,8 @@ const (
 	// append looks through for its own event: more than the appends of
 	// one run that are under way at once.
 	dedupWindow = 64
+	// defaultMaxBytes is Options.MaxBytes's default.
+	defaultMaxBytes = 256 << 20
 )
 
 // AbandonedReason is the reason a Store's janitor gives Abandon for a run
@@ -98,6 +109,14 @@ type Options struct {
 	// Buffer is the number of live events a subscriber may fall behind
 	// before it is cut with runs.ErrSlow; 0 means 256.
 	Buffer int
+	// MaxBytes caps the bytes of the runs kept in Redis by every Store of
+	// the same Prefix (snapshots, and the names and data of the events
+	// appended, trimmed ones included); 0 means 256 MiB. Past it, when a
+	// run is created or finished, the runs that finished first are
+	// dropped before their TTL; running runs stay.
+	MaxBytes int64
+	// Summarize makes the summaries List gives; nil keeps the snapshots.
+	Summarize runs.Summarize
 	// Prefix starts every key and channel name; "" means "sampled:".
 	// Stores sharing runs use the same Prefix.
 	Prefix string
@@ -143,6 +162,8 @@ type Store struct {
 	maxEvents int
 	ttl       time.Duration
 	buffer    int
+	maxBytes  int64
+	summarize runs.Summarize
 	prefix    string
 	block     time.Duration
 	now       func() time.Time
@@ -185,6 +206,8 @@ func New(c *goredis.Client, o Options) *Store {
 		maxEvents: o.MaxEvents,
 		ttl:       o.TTL,
 		buffer:    o.Buffer,
+		maxBytes:  o.MaxBytes,
+		summarize: o.Summarize,
 		prefix:    o.Prefix,
 		block:     o.Block,
 		now:       o.Now,
@@ -209,6 +232,9 @@ func New(c *goredis.Client, o Options) *Store {
 	}
 	if s.prefix == "" {
 		s.prefix = defaultPrefix
+	}
+	if s.maxBytes <= 0 {
+		s.maxBytes = defaultMaxBytes
 	}
 	if s.block <= 0 {
 		s.block = defaultBlock
@@ -253,6 +279,22 @@ func (s *Store) runningKey() string { return s.prefix + "runs:running" }
 func (s *Store) seqKey() string   { return s.prefix + "runs:seq" }
 func (s *Store) indexKey() string { return s.prefix + "runs" }
 
+// sizesKey is the hash of each kept run's size, bytesKey their sum,
+// finishedKey the sorted set of finished runs in the order they finished,
+// which finishSeqKey numbers.
+func (s *Store) sizesKey() string     { return s.prefix + "runs:sizes" }
+func (s *Store) bytesKey() string     { return s.prefix + "runs:bytes" }
+func (s *Store) finishedKey() string  { return s.prefix + "runs:finished" }
+func (s *Store) finishSeqKey() string { return s.prefix + "runs:finished:seq" }
+
+// summary is the summary of snapshot ("" for none).
+func (s *Store) summary(snapshot json.RawMessage) string {
+	if s.summarize == nil || snapshot == nil {
+		return string(snapshot)
+	}
+	return string(s.summarize(snapshot))
+}
+
 // cancelChannel is the pub/sub channel Cancel publishes run ids on.
 func (s *Store) cancelChannel() string { return s.prefix + "cancel" }
 
@@ -274,33 +316,78 @@ local function alive(now)
 end
 `
 
+// sizes is the prelude of the scripts that change what a run holds; ks
+// names the keys {sizes, sum, finished, index}. grow counts n more bytes
+// for run id; forget no longer counts run id, nor holds it finished. evict
+// drops, in the order they finished, the finished runs that expired by now
+// (ms) or whose keys Redis expired, then, while the sum is past max, the
+// next ones: their keys, their place in the index, their size. The keys
+// of a run it drops are made from prefix.
+const sizes = `
+local function grow(ks, id, n)
+  if n ~= 0 then
+    redis.call('HINCRBY', ks[1], id, n)
+    redis.call('INCRBY', ks[2], n)
+  end
+end
+local function forget(ks, id)
+  redis.call('DECRBY', ks[2], tonumber(redis.call('HGET', ks[1], id) or 0))
+  redis.call('HDEL', ks[1], id)
+  redis.call('ZREM', ks[3], id)
+end
+local function evict(ks, now, max, prefix)
+  local function drop(id)
+    forget(ks, id)
+    redis.call('ZREM', ks[4], id)
+    local k = prefix .. 'run:{' .. id .. '}'
+    redis.call('DEL', k, k .. ':events')
+  end
+  while true do
+    local first = redis.call('ZRANGE', ks[3], 0, 0)
+    if #first == 0 then return end
+    local exp = redis.call('HGET', prefix .. 'run:{' .. first[1] .. '}', 'exp')
+    if exp and now < tonumber(exp) and tonumber(redis.call('GET', ks[2]) or 0) <= max then return end
+    drop(first[1])
+  end
+end
+`
+
 // createScript also numbers the run in the order of creation and indexes
-// it by that number, for list, takes the run's lease and adds it to the
-// running runs. KEYS meta, events, sequence, index, lease, running; ARGV
-// now, snapshot ("" for none), run id, token, lease (ms).
-var createScript = goredis.NewScript(alive + `
+// it by that number, for list, takes the run's lease, adds it to the
+// running runs and counts its size; then it evicts. The size of an
+// expired run of the same id no longer counts. KEYS meta, events,
+// sequence, index, lease, running, sizes, sum, finished; ARGV now,
+// snapshot ("" for none), run id, token, lease (ms), summary, max bytes,
+// prefix.
+var createScript = goredis.NewScript(alive + sizes + `
 if alive(tonumber(ARGV[1])) then return redis.error_reply('` + errExists + `') end
+local ks = {KEYS[7], KEYS[8], KEYS[9], KEYS[4]}
+forget(ks, ARGV[3])
 redis.call('DEL', KEYS[1], KEYS[2], KEYS[5])
 redis.call('SET', KEYS[5], ARGV[4], 'PX', ARGV[5])
 redis.call('SADD', KEYS[6], ARGV[3])
 local seq = redis.call('INCR', KEYS[3])
 redis.call('HSET', KEYS[1], 'last', 0, 'seq', seq)
-if ARGV[2] ~= '' then redis.call('HSET', KEYS[1], 'snap', ARGV[2]) end
+if ARGV[2] ~= '' then redis.call('HSET', KEYS[1], 'snap', ARGV[2], 'sum', ARGV[6]) end
 redis.call('ZADD', KEYS[4], seq, ARGV[3])
+grow(ks, ARGV[3], #ARGV[2])
+evict(ks, tonumber(ARGV[1]), tonumber(ARGV[7]), ARGV[8])
 return 1
 `)
 
-// setSnapshotScript: KEYS meta; ARGV now, snapshot ("" for none). A run a
-// janitor ended ('lost') keeps the snapshot that says why: its late owner's
-// would hide it.
-var setSnapshotScript = goredis.NewScript(alive + `
+// setSnapshotScript: KEYS meta, sizes, sum; ARGV now, snapshot ("" for
+// none), summary, run id. A run a janitor ended ('lost') keeps the
+// snapshot that says why: its late owner's would hide it.
+var setSnapshotScript = goredis.NewScript(alive + sizes + `
 if not alive(tonumber(ARGV[1])) then return redis.error_reply('` + errNotFound + `') end
 if redis.call('HEXISTS', KEYS[1], 'lost') == 1 then return redis.error_reply('` + errFinished + `') end
+local n = #ARGV[2] - redis.call('HSTRLEN', KEYS[1], 'snap')
 if ARGV[2] ~= '' then
-  redis.call('HSET', KEYS[1], 'snap', ARGV[2])
+  redis.call('HSET', KEYS[1], 'snap', ARGV[2], 'sum', ARGV[3])
 else
-  redis.call('HDEL', KEYS[1], 'snap')
+  redis.call('HDEL', KEYS[1], 'snap', 'sum')
 end
+grow({KEYS[2], KEYS[3]}, ARGV[4], n)
 return 1
 `)
 
@@ -315,7 +402,10 @@ type addArgs struct {
 	Data      string `json:"data,omitempty"`
 	Terminal  bool   `json:"terminal,omitempty"`
 	Snapshot  string `json:"snapshot,omitempty"` // replaces the run's with the terminal event
+	Summary   string `json:"summary,omitempty"`  // the snapshot's
 	MaxEvents int    `json:"maxEvents"`          // caps the stream
+	MaxBytes  int64  `json:"maxBytes"`           // caps the kept runs' bytes
+	Prefix    string `json:"prefix"`             // of the keys of runs to evict
 	ExpiresAt int64  `json:"expiresAt"`          // when a finished run expires, ms by the store's clock
 	TTL       int64  `json:"ttl"`                // ms, when its keys expire in Redis
 	Op        string `json:"op,omitempty"`       // names the append, for a retry to find
@@ -329,14 +419,18 @@ func (a addArgs) String() string {
 }
 
 // add is the prelude of the scripts that add an event: it decodes their
-// addArgs from ARGV[1], adds the event to the stream of KEYS[2] and, for
-// the terminal one, marks the run of KEYS[1] finished, sets its snapshot
-// and its keys' expiry, drops its lease (KEYS[3]) and takes it out of the
-// running runs (KEYS[4]). The event's entry carries the op, so that a
+// addArgs from ARGV[1], adds the event to the stream of KEYS[2] and counts
+// its size (KEYS[5] sizes, KEYS[6] sum). For the terminal one it also
+// marks the run of KEYS[1] finished, sets its snapshot and its keys'
+// expiry, drops its lease (KEYS[3]), takes it out of the running runs
+// (KEYS[4]) and into the finished ones (KEYS[7], numbered by KEYS[9]), and
+// evicts (KEYS[8] index). The event's entry carries the op, so that a
 // retry finds it.
-const add = `
+const add = sizes + `
 local a = cjson.decode(ARGV[1])
+local ks = {KEYS[5], KEYS[6], KEYS[7], KEYS[8]}
 local function add()
+  local size = #a.name + #(a.data or '')
   local n = redis.call('HINCRBY', KEYS[1], 'last', 1)
   local x = {'XADD', KEYS[2], 'MAXLEN', a.maxEvents, n .. '-0', 'n', a.name}
   if a.data then
@@ -354,18 +448,25 @@ local function add()
   redis.call(unpack(x))
   if a.terminal then
     redis.call('HSET', KEYS[1], 'exp', a.expiresAt)
-    if a.snapshot then redis.call('HSET', KEYS[1], 'snap', a.snapshot) end
+    if a.snapshot then
+      size = size + #a.snapshot - redis.call('HSTRLEN', KEYS[1], 'snap')
+      redis.call('HSET', KEYS[1], 'snap', a.snapshot, 'sum', a.summary or '')
+    end
     redis.call('PEXPIRE', KEYS[1], a.ttl)
     redis.call('PEXPIRE', KEYS[2], a.ttl)
     redis.call('DEL', KEYS[3])
     redis.call('SREM', KEYS[4], a.id)
+    redis.call('ZADD', KEYS[7], redis.call('INCR', KEYS[9]), a.id)
   end
+  grow(ks, a.id, size)
+  if a.terminal then evict(ks, a.now, a.maxBytes, a.prefix) end
   return n
 end
 `
 
 // appendScript adds an event as add does, to a running run. KEYS meta,
-// events, lease, running; ARGV addArgs. A retry first looks for its op
+// events, lease, running, sizes, sum, finished, index, finish numbers;
+// ARGV addArgs. A retry first looks for its op
 // among the latest entries and answers the id of the entry it finds: the
 // first try added it, but its answer was lost. It returns the event's id.
 var appendScript = goredis.NewScript(alive + add + `
@@ -414,7 +515,8 @@ func scriptErr(err error) error {
 }
 
 // timed runs f as Redis operation op, for Observe. A script's answer that
-// a run is missing, exists or finished is a success of Redis's.
+// a run is missing, exists or finished is a success of Redis's. An error
+// that says Redis did not answer is also runs.ErrUnavailable.
 func (s *Store) timed(op string, f func() error) error {
 	start := time.Now()
 	err := f()
@@ -423,6 +525,9 @@ func (s *Store) timed(op string, f func() error) error {
 		failed = nil
 	}
 	s.observe(op, time.Since(start), failed)
+	if failed != nil && retryable(failed) {
+		return fmt.Errorf("%w: %w", runs.ErrUnavailable, err)
+	}
 	return err
 }
 
@@ -436,8 +541,8 @@ func (s *Store) Create(ctx context.Context, id string, snapshot json.RawMessage)
 	}
 	err := s.timed("create", func() error {
 		return createScript.Run(ctx, s.c,
-			[]string{s.metaKey(id), s.eventsKey(id), s.seqKey(), s.indexKey(), s.leaseKey(id), s.runningKey()},
-			s.nowMS(), string(snapshot), id, s.token, s.lease.Milliseconds()).Err()
+			[]string{s.metaKey(id), s.eventsKey(id), s.seqKey(), s.indexKey(), s.leaseKey(id), s.runningKey(), s.sizesKey(), s.bytesKey(), s.finishedKey()},
+			s.nowMS(), string(snapshot), id, s.token, s.lease.Milliseconds(), s.summary(snapshot), s.maxBytes, s.prefix).Err()
 	})
 	if err != nil {
 		return fmt.Errorf("runs: create %q: %w", id, scriptErr(err))
@@ -449,7 +554,7 @@ func (s *Store) Create(ctx context.Context, id string, snapshot json.RawMessage)
 // SetSnapshot replaces the run's snapshot.
 func (s *Store) SetSnapshot(ctx context.Context, id string, snapshot json.RawMessage) error {
 	err := s.timed("set_snapshot", func() error {
-		return setSnapshotScript.Run(ctx, s.c, []string{s.metaKey(id)}, s.nowMS(), string(snapshot)).Err()
+		return setSnapshotScript.Run(ctx, s.c, []string{s.metaKey(id), s.sizesKey(), s.bytesKey()}, s.nowMS(), string(snapshot), s.summary(snapshot), id).Err()
 	})
 	if err != nil {
 		return fmt.Errorf("runs: set snapshot of %q: %w", id, scriptErr(err))
@@ -462,11 +567,12 @@ type meta struct {
 	last      int64
 	finished  bool
 	cancelled bool
-	snapshot  json.RawMessage
+	// value is the fourth field read, if any: snap or sum.
+	value json.RawMessage
 }
 
-// parseMeta reads HMGET last, exp, cancel, snap; a run not kept at now
-// gives runs.ErrNotFound.
+// parseMeta reads HMGET last, exp, cancel and, if asked, snap or sum; a
+// run not kept at now gives runs.ErrNotFound.
 func (s *Store) parseMeta(v []any) (meta, error) {
 	var m meta
 	last, ok := v[0].(string)
@@ -489,8 +595,10 @@ func (s *Store) parseMeta(v []any) (meta, error) {
 		m.finished = true
 	}
 	_, m.cancelled = v[2].(string)
-	if snap, ok := v[3].(string); ok {
-		m.snapshot = json.RawMessage(snap)
+	if len(v) > 3 {
+		if x, ok := v[3].(string); ok {
+			m.value = json.RawMessage(x)
+		}
 	}
 	return m, nil
 }
@@ -515,7 +623,7 @@ func (s *Store) Snapshot(ctx context.Context, id string) (json.RawMessage, error
 	if err != nil {
 		return nil, fmt.Errorf("runs: snapshot of %q: %w", id, err)
 	}
-	return m.snapshot, nil
+	return m.value, nil
 }
 
 // Append adds an event to a running run's stream.
@@ -548,8 +656,8 @@ func (s *Store) append(ctx context.Context, id, name string, data, snapshot json
 	if terminal {
 		opName = "finish"
 	}
-	args := addArgs{ID: id, Name: name, Data: string(data), Terminal: terminal, Snapshot: string(snapshot),
-		MaxEvents: s.maxEvents, TTL: s.ttl.Milliseconds(), Op: s.token[:8] + "." + strconv.FormatInt(s.ops.Add(1), 36)}
+	args := s.addArgs(id, name, data, snapshot, terminal)
+	args.Op = s.token[:8] + "." + strconv.FormatInt(s.ops.Add(1), 36)
 	deadline := time.Now().Add(s.retry)
 	for attempt := 1; ; attempt++ {
 		now := s.now()
@@ -557,7 +665,7 @@ func (s *Store) append(ctx context.Context, id, name string, data, snapshot json
 		var n int64
 		err := s.timed(opName, func() error {
 			var err error
-			n, err = appendScript.Run(ctx, s.c, []string{s.metaKey(id), s.eventsKey(id), s.leaseKey(id), s.runningKey()}, args.String()).Int64()
+			n, err = appendScript.Run(ctx, s.c, s.addKeys(id), args.String()).Int64()
 			return err
 		})
 		if err == nil {
@@ -601,6 +709,23 @@ func retryable(err error) bool {
 }
 
 func (s *Store) nowMS() int64 { return s.now().UnixMilli() }
+
+// addArgs are the arguments of an event to add, but for the times and
+// the op.
+func (s *Store) addArgs(id, name string, data, snapshot json.RawMessage, terminal bool) addArgs {
+	a := addArgs{ID: id, Name: name, Data: string(data), Terminal: terminal, MaxEvents: s.maxEvents, MaxBytes: s.maxBytes,
+		Prefix: s.prefix, TTL: s.ttl.Milliseconds()}
+	if terminal && snapshot != nil {
+		a.Snapshot, a.Summary = string(snapshot), s.summary(snapshot)
+	}
+	return a
+}
+
+// addKeys are the keys of the scripts that add an event to run id.
+func (s *Store) addKeys(id string) []string {
+	return []string{s.metaKey(id), s.eventsKey(id), s.leaseKey(id), s.runningKey(), s.sizesKey(), s.bytesKey(), s.finishedKey(), s.indexKey(),
+		s.finishSeqKey()}
+}
 
 // Cancel records the request in the run's hash and publishes it to every
 // replica.

@@ -15,8 +15,8 @@ func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T, o storetest.Options) storetest.Subject {
 		c := storetest.NewClock()
 		s := New(newClient(t), Options{
-			MaxEvents: o.MaxEvents, TTL: o.TTL, Buffer: o.Buffer,
-			Prefix: prefix(), Now: c.Now,
+			MaxEvents: o.MaxEvents, TTL: o.TTL, Buffer: o.Buffer, MaxBytes: o.MaxBytes,
+			Summarize: o.Summarize, Prefix: prefix(), Now: c.Now,
 		})
 		t.Cleanup(func() {
 			if n := liveSubs(s); n != 0 {

@@ -55,6 +55,11 @@ type Options struct {
 	// Buffer is how many live events a subscriber may fall behind before
 	// the store cuts it with runs.ErrSlow.
 	Buffer int
+	// MaxBytes caps the bytes of the runs the store keeps; 0 means the
+	// store's default.
+	MaxBytes int64
+	// Summarize makes the summaries List gives; nil keeps the snapshots.
+	Summarize runs.Summarize
 }
 
 // Subject is a store under test and its clock.
@@ -90,6 +95,8 @@ func Run(t *testing.T, newStore NewStore) {
 		{"TTL", testTTL},
 		{"LogCap", testLogCap},
 		{"List", testList},
+		{"ListSummaries", testListSummaries},
+		{"SizeCap", testSizeCap},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, newStore) })
@@ -1179,7 +1186,7 @@ func testList(t *testing.T, newStore NewStore) {
 		}
 		got := map[string]string{}
 		for _, r := range page.Runs {
-			got[r.ID] = string(r.Snapshot)
+			got[r.ID] = string(r.Summary)
 		}
 		want := map[string]string{"r1": string(snap(1, "running")), "r2": string(snap(2, "completed")), "r3": string(snap(3, "updated")),
 			"r4": string(snap(4, "completed")), "r5": string(snap(5, "running"))}
@@ -1231,4 +1238,128 @@ func testList(t *testing.T, newStore NewStore) {
 			}
 		}
 	})
+}
+
+// testListSummaries: List gives the summary of each run's latest snapshot,
+// made by Summarize when the snapshot is created, replaced or finished,
+// and Match sees the summaries, never the snapshots.
+func testListSummaries(t *testing.T, newStore NewStore) {
+	// The summary of a snapshot is its status and size.
+	summarize := func(snap json.RawMessage) json.RawMessage {
+		var v struct{ Status string }
+		if err := json.Unmarshal(snap, &v); err != nil {
+			t.Errorf("Summarize(%.40q): %v", snap, err)
+		}
+		return json.RawMessage(fmt.Sprintf(`{"status":%q,"size":%d}`, v.Status, len(snap)))
+	}
+	big := func(status string) json.RawMessage {
+		return json.RawMessage(fmt.Sprintf(`{"status":%q,"messages":[%q]}`, status, strings.Repeat("x", 100000)))
+	}
+	s := open(t, newStore, Options{Summarize: summarize}).Store
+	ctx := context.Background()
+	for _, id := range []string{"r1", "r2", "r3"} {
+		if err := s.Create(ctx, id, big("running")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.SetSnapshot(ctx, "r2", big("updated")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Finish(ctx, "r3", "loop.completed", nil, big("completed")); err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	page, err := s.List(ctx, runs.ListQuery{Match: func(sum json.RawMessage) bool {
+		seen = append(seen, string(sum))
+		return true
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, r := range page.Runs {
+		got[r.ID] = string(r.Summary)
+	}
+	size := len(big("running"))
+	want := map[string]string{
+		"r1": fmt.Sprintf(`{"status":"running","size":%d}`, size),
+		"r2": fmt.Sprintf(`{"status":"updated","size":%d}`, size),
+		"r3": fmt.Sprintf(`{"status":"completed","size":%d}`, size+2),
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("summaries (-want +got):\n%s", diff)
+	}
+	for _, sum := range seen {
+		if len(sum) > 100 {
+			t.Errorf("Match got %d bytes, want a summary", len(sum))
+		}
+	}
+}
+
+// testSizeCap: past MaxBytes a store drops its oldest finished runs (in
+// the order they finished), never a running one, when a run is created or
+// finished.
+func testSizeCap(t *testing.T, newStore NewStore) {
+	snap := func(i int) json.RawMessage {
+		return json.RawMessage(fmt.Sprintf(`{"n":%d,"pad":%q}`, i, strings.Repeat("x", 280)))
+	}
+	// Each run holds about 300 bytes: three fit, four do not.
+	s := open(t, newStore, Options{MaxBytes: 1000}).Store
+	ctx := context.Background()
+	kept := func() []string {
+		t.Helper()
+		var ids []string
+		for _, id := range []string{"r1", "r2", "r3", "r4", "r5", "r6"} {
+			_, err := s.Snapshot(ctx, id)
+			switch {
+			case err == nil:
+				ids = append(ids, id)
+			case !errors.Is(err, runs.ErrNotFound):
+				t.Fatalf("Snapshot %s: %v", id, err)
+			}
+		}
+		return ids
+	}
+	steps := []struct {
+		do   string // "create rN" or "finish rN"
+		want []string
+	}{
+		{"create r1", []string{"r1"}},
+		{"create r2", []string{"r1", "r2"}},
+		{"create r3", []string{"r1", "r2", "r3"}},
+		{"finish r2", []string{"r1", "r2", "r3"}},
+		{"finish r1", []string{"r1", "r2", "r3"}},
+		// Over the cap: r2 finished first, and goes first.
+		{"create r4", []string{"r1", "r3", "r4"}},
+		{"create r5", []string{"r3", "r4", "r5"}},
+		// Nothing finished is left: running runs stay, over the cap.
+		{"create r6", []string{"r3", "r4", "r5", "r6"}},
+		{"finish r6", []string{"r3", "r4", "r5"}},
+	}
+	for i, st := range steps {
+		verb, id, _ := strings.Cut(st.do, " ")
+		var err error
+		if verb == "create" {
+			err = s.Create(ctx, id, snap(i))
+		} else {
+			_, err = s.Finish(ctx, id, "end", nil, nil)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", st.do, err)
+		}
+		if diff := cmp.Diff(st.want, kept()); diff != "" {
+			t.Fatalf("kept after %s (-want +got):\n%s", st.do, diff)
+		}
+	}
+	page, err := s.List(ctx, runs.ListQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []string
+	for _, r := range page.Runs {
+		listed = append(listed, r.ID)
+	}
+	if diff := cmp.Diff([]string{"r5", "r4", "r3"}, listed); diff != "" {
+		t.Errorf("List after the evictions (-want +got):\n%s", diff)
+	}
 }
