@@ -84,6 +84,12 @@ type Options struct {
 	MaxIterations int
 	ToolTimeout   time.Duration
 	Parallel      int
+	// MaxToolResultBytes caps each tool result the model sees: a longer
+	// one is cut, with a note saying so; 0 means 1 MiB.
+	MaxToolResultBytes int
+	// MaxRunBytes caps a run's event log and its transcript, each: a run
+	// that would grow past it ends failed; 0 means 16 MiB.
+	MaxRunBytes int
 }
 
 // defaultTimeout bounds a loop whose Spec gives no timeout.
@@ -108,6 +114,10 @@ type Origin struct {
 	// RequestID is the JSON-RPC id of that server's sampling request, as
 	// text (kind mcp).
 	RequestID string `json:"requestId,omitempty"`
+	// Depth is how deeply the run is nested in other runs: 0 for none, n
+	// for a loop a tools/call of depth n started (tools.MetaDepth), or a
+	// sampling request of depth n asked for.
+	Depth int `json:"depth,omitempty"`
 }
 
 // Spec is what a client asks a loop to do.
@@ -146,7 +156,8 @@ type limits struct {
 	maxTokens     int
 }
 
-// Snapshot is the state of a run, as GET /v1/loops/{id} returns it.
+// Snapshot is the state of a run, as GET /v1/loops/{id} returns it. Its
+// summary (Summary) leaves out the transcript.
 type Snapshot struct {
 	ID            string            `json:"id"`
 	TraceID       string            `json:"traceId"`
@@ -188,6 +199,12 @@ func New(o Options) *Engine {
 	if o.Parallel <= 0 {
 		o.Parallel = 4
 	}
+	if o.MaxToolResultBytes <= 0 {
+		o.MaxToolResultBytes = 1 << 20
+	}
+	if o.MaxRunBytes <= 0 {
+		o.MaxRunBytes = 16 << 20
+	}
 	if o.Metrics == nil {
 		o.Metrics = metrics.New(nil)
 	}
@@ -228,6 +245,9 @@ var (
 	// errStore is the cause of a loop stopped because the store did not
 	// record one of its events.
 	errStore = errors.New("the run store failed")
+	// errTooLarge is the cause of a loop stopped because its event log or
+	// transcript would grow past Options.MaxRunBytes.
+	errTooLarge = errors.New("run too large")
 )
 
 // Start checks spec, creates the run and runs the loop in the background.
@@ -295,8 +315,14 @@ func (e *Engine) start(ctx context.Context, spec Spec, onIteration func(int)) (r
 	}
 	snap := &Snapshot{ID: id, TraceID: trace, Origin: spec.Origin, Owner: spec.Owner, Status: StatusRunning, Tools: names, MaxIterations: lim.maxIterations,
 		TimeoutMs: lim.timeout.Milliseconds(), Messages: spec.Messages, CreatedAt: time.Now().UTC()}
-	b, _ := json.Marshal(snap)
-	if err := e.o.Store.Create(ctx, id, b); err != nil {
+	b, err := json.Marshal(snap)
+	if err == nil && len(b) > e.o.MaxRunBytes {
+		err = sampler.Invalid("/messages", "the conversation takes %d bytes, more than a run may hold (%d)", len(b), e.o.MaxRunBytes)
+	}
+	if err == nil {
+		err = e.o.Store.Create(ctx, id, b)
+	}
+	if err != nil {
 		release()
 		e.wg.Done()
 		return nil, nil, fmt.Errorf("loop: create run: %w", err)
@@ -304,14 +330,22 @@ func (e *Engine) start(ctx context.Context, spec Spec, onIteration func(int)) (r
 	lctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	stopCtx := context.AfterFunc(ctx, func() { cancel(errCancelled) })
 	stopClosing := context.AfterFunc(e.closing, func() { cancel(errCancelled) })
+	// The loops its tools start through sampled's /mcp count as its key's.
+	unvouch := func() {}
+	if spec.Caller != nil && e.o.Access != nil {
+		var token string
+		token, unvouch = e.o.Access.Vouch(spec.Caller)
+		lctx = tools.WithCallerToken(lctx, token)
+	}
 	e.o.Metrics.LoopsActive.Inc()
 	r = &run{e: e, stop: cancel, id: id, spec: spec, lim: lim, defs: defs, snap: snap, log: e.o.Logger.With("loopId", id, "traceId", trace),
-		onIteration: onIteration}
+		onIteration: onIteration, saved: len(spec.Messages)}
 	finished := make(chan struct{})
 	go func() {
 		defer close(finished)
 		defer e.wg.Done()
 		defer release()
+		defer unvouch()
 		defer e.o.Metrics.LoopsActive.Dec()
 		defer stopClosing()
 		defer stopCtx()

@@ -26,6 +26,7 @@ import (
 	"github.com/sampled/sampled/internal/sampler/offline"
 	"github.com/sampled/sampled/internal/sampler/openai"
 	"github.com/sampled/sampled/internal/testing/mcptest"
+	"github.com/sampled/sampled/internal/testing/redistest"
 	"github.com/sampled/sampled/internal/testing/testwait"
 	"github.com/sampled/sampled/internal/tools"
 )
@@ -46,6 +47,7 @@ func TestMain(m *testing.M) {
 	}
 	mcpServerBin = sync.OnceValues(func() (string, error) { return mcptest.BuildServer(dir) })
 	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		redistest.Stop()
 		_ = os.RemoveAll(dir)
 		os.Exit(code)
 	}))
@@ -210,7 +212,7 @@ type watcher struct {
 	ended  bool
 }
 
-func watch(t testing.TB, store *memory.Store, id string) *watcher {
+func watch(t testing.TB, store runs.Store, id string) *watcher {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	sub, err := store.Subscribe(ctx, id, 0)
@@ -287,7 +289,7 @@ func (w *watcher) all() []event {
 }
 
 // collect returns every event of a run, waiting for its terminal event.
-func collect(t testing.TB, store *memory.Store, id string) []event {
+func collect(t testing.TB, store runs.Store, id string) []event {
 	t.Helper()
 	return watch(t, store, id).all()
 }
@@ -315,7 +317,7 @@ func named(evs []event, name string) []event {
 func last(evs []event) eventData { return evs[len(evs)-1].Data }
 
 // snapshot reads a run's snapshot.
-func snapshot(t testing.TB, store *memory.Store, id string) loop.Snapshot {
+func snapshot(t testing.TB, store runs.Store, id string) loop.Snapshot {
 	t.Helper()
 	b, err := store.Snapshot(context.Background(), id)
 	if err != nil {

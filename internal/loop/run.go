@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/sampled/sampled/internal/sampler"
 	"github.com/sampled/sampled/internal/tools"
@@ -81,12 +83,22 @@ type run struct {
 	log  *slog.Logger
 	// onIteration, if not nil, is told each iteration's end.
 	onIteration func(int)
+	// logBytes counts the data of the events emitted, recorded or not;
+	// saved is the length of the transcript last saved.
+	logBytes atomic.Int64
+	saved    int
 }
 
 func (r *run) emit(name string, data any) {
 	b, err := json.Marshal(data)
 	if err != nil {
 		r.log.Error("encode event", "event", name, "error", err)
+		return
+	}
+	if r.logBytes.Add(int64(len(b))) > int64(r.e.o.MaxRunBytes) {
+		// The log stops short of its cap; the run ends failed, with its
+		// terminal event.
+		r.stop(errTooLarge)
 		return
 	}
 	// Events are recorded even when the loop's context has ended: the
@@ -120,14 +132,22 @@ func (r *run) watchCancel(ctx context.Context) error {
 	return nil
 }
 
+// save records the run's snapshot, unless its transcript grew past the
+// run's cap: then the run stops, to end failed.
 func (r *run) save() {
 	b, err := json.Marshal(r.snap)
+	if err == nil && len(b) > r.e.o.MaxRunBytes {
+		r.stop(errTooLarge)
+		return
+	}
 	if err == nil {
 		err = r.e.o.Store.SetSnapshot(context.Background(), r.id, b)
 	}
 	if err != nil {
 		r.log.Error("save run", "error", err)
+		return
 	}
+	r.saved = len(r.snap.Messages)
 }
 
 // run runs the loop under parent, which r.stop ends.
@@ -144,9 +164,9 @@ func (r *run) run(parent context.Context) {
 	} else {
 		status, errText = r.iterate(ctx)
 	}
-	if errors.Is(context.Cause(ctx), errStore) {
+	if cause := context.Cause(ctx); errors.Is(cause, errStore) || errors.Is(cause, errTooLarge) {
 		// Whatever the loop came to, its log lacks an event.
-		status, errText = r.failure(ctx, errStore)
+		status, errText = r.failure(ctx, cause)
 	}
 	r.end(start, status, errText)
 }
@@ -258,6 +278,12 @@ func (r *run) end(start time.Time, status, errText string) {
 		Success: status == StatusCompleted, DurationMs: time.Since(start).Milliseconds(), Result: r.snap.Result,
 		Error: errText, Usage: r.snap.Usage}) // strings and numbers
 	snap, err := json.Marshal(r.snap)
+	if err == nil && len(snap) > r.e.o.MaxRunBytes {
+		// The transcript grew past the cap since it was last saved: the
+		// final snapshot keeps the saved one.
+		r.snap.Messages = r.snap.Messages[:r.saved]
+		snap, err = json.Marshal(r.snap)
+	}
 	if err == nil {
 		_, err = r.e.o.Store.Finish(context.Background(), r.id, EventLoopCompleted, data, snap)
 	}
@@ -266,6 +292,54 @@ func (r *run) end(start time.Time, status, errText string) {
 		return
 	}
 	r.e.o.Metrics.SSEEvents.WithLabelValues(EventLoopCompleted).Inc()
+}
+
+// summary is the summary of a run: its snapshot without the transcript
+// and tools, and with a preview of its result.
+type summary struct {
+	ID            string        `json:"id"`
+	TraceID       string        `json:"traceId"`
+	Origin        Origin        `json:"origin"`
+	Owner         string        `json:"owner,omitempty"`
+	Status        string        `json:"status"`
+	Model         string        `json:"model,omitempty"`
+	Iterations    int           `json:"iterations"`
+	MaxIterations int           `json:"maxIterations"`
+	Result        string        `json:"result,omitempty"`
+	Error         string        `json:"error,omitempty"`
+	Usage         sampler.Usage `json:"usage"`
+	CreatedAt     time.Time     `json:"createdAt"`
+	FinishedAt    *time.Time    `json:"finishedAt,omitempty"`
+}
+
+// previewBytes is the most of a run's result (and error) its summary
+// holds.
+const previewBytes = 200
+
+// Summary is the summary of a run's snapshot that a run store keeps for
+// listing (a runs.Summarize): its id, status, times, owner, origin, model,
+// usage and a preview of its result, never its transcript. A snapshot
+// that does not decode has the summary {}.
+func Summary(snapshot json.RawMessage) json.RawMessage {
+	var s summary
+	if json.Unmarshal(snapshot, &s) != nil {
+		return json.RawMessage(`{}`)
+	}
+	s.Result, s.Error = preview(s.Result), preview(s.Error)
+	b, _ := json.Marshal(s) // strings, numbers and times
+	return b
+}
+
+// preview cuts s to previewBytes on a rune boundary, marking the cut.
+func preview(s string) string {
+	if len(s) <= previewBytes {
+		return s
+	}
+	n := previewBytes
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
 
 // Abandoned returns the terminal event and final snapshot of a run that
@@ -296,6 +370,8 @@ func (r *run) failure(ctx context.Context, err error) (string, string) {
 		return StatusCancelled, "cancelled"
 	case errors.Is(cause, errStore):
 		return StatusFailed, "the run store failed: an event could not be recorded"
+	case errors.Is(cause, errTooLarge):
+		return StatusFailed, fmt.Sprintf("the run grew past its size limit of %d bytes (its event log or its transcript)", r.e.o.MaxRunBytes)
 	case errors.Is(cause, context.DeadlineExceeded):
 		return StatusTimeout, fmt.Sprintf("the loop did not finish within %s", r.lim.timeout)
 	}
@@ -339,11 +415,49 @@ func (r *run) callTool(ctx context.Context, it int, c sampler.ToolCall) sampler.
 	if res.Content == nil {
 		res.Content = []sampler.Content{}
 	}
+	res = r.cut(c.Name, res)
 	r.emit(EventToolCompleted, toolCompletedEvent{Iteration: it, CallID: c.ID, Name: c.Name, IsError: res.IsError,
 		Content: res.Content, StructuredContent: res.StructuredContent, DurationMs: time.Since(start).Milliseconds()})
 	isErr := res.IsError
 	return sampler.Content{Type: sampler.BlockToolResult, ToolUseID: c.ID, Content: res.Content,
 		StructuredContent: res.StructuredContent, IsError: &isErr}
+}
+
+// cut caps res at Options.MaxToolResultBytes, counting the text and data
+// of its blocks and its structured content: past the cap, text is cut,
+// what no longer fits is left out, and a last text block tells the model.
+func (r *run) cut(name string, res *tools.Result) *tools.Result {
+	limit := r.e.o.MaxToolResultBytes
+	size := len(res.StructuredContent)
+	for _, c := range res.Content {
+		size += len(c.Text) + len(c.Data)
+	}
+	if size <= limit {
+		return res
+	}
+	out := &tools.Result{IsError: res.IsError, Content: []sampler.Content{}}
+	room := limit
+	for _, c := range res.Content {
+		switch n := len(c.Text) + len(c.Data); {
+		case n <= room:
+			room -= n
+		case c.Type == sampler.BlockText && room > 0:
+			for room > 0 && !utf8.RuneStart(c.Text[room]) {
+				room--
+			}
+			c.Text, room = c.Text[:room], 0
+		default:
+			continue
+		}
+		out.Content = append(out.Content, c)
+	}
+	if len(res.StructuredContent) <= room {
+		out.StructuredContent = res.StructuredContent
+	}
+	out.Content = append(out.Content, sampler.TextBlock(fmt.Sprintf(
+		"[sampled cut this tool result: it held %d bytes, more than the %d bytes a tool result may hold]", size, limit)))
+	r.log.Info("tool result cut", "tool", name, "bytes", size, "limit", limit)
+	return out
 }
 
 // execute runs one call; an error is shown to the model as an error result.
