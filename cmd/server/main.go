@@ -72,6 +72,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		logHandler = slog.NewTextHandler(stderr, nil)
 	}
 	log := slog.New(logHandler)
+	// go-redis logs through one logger per process: set here, once.
+	app.RedisLogs(log)
 
 	a, err := app.New(ctx, app.Options{Config: cfg, Logger: log})
 	if err != nil {

@@ -117,11 +117,12 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	if err != nil {
 		return nil, err
 	}
-	storeReady, err := a.openStore(ctx, o.Runs, pc.Redis, redisMetrics, o.Logger)
+	storeReady, err := a.openStore(ctx, o.Runs, pc.Redis, pc.Limits.StoreBytes, redisMetrics, o.Logger)
 	if err != nil {
 		return nil, err
 	}
-	a.engine = loop.New(loop.Options{Sampler: svc, Tools: a.tools, Store: a.store, Access: guard, Metrics: m, Logger: o.Logger})
+	a.engine = loop.New(loop.Options{Sampler: svc, Tools: a.tools, Store: a.store, Access: guard, Metrics: m, Logger: o.Logger,
+		MaxToolResultBytes: pc.Limits.ToolResultBytes, MaxRunBytes: pc.Limits.RunBytes})
 	samplingHost := host.New(host.Options{Sampler: svc, Catalog: cat, Loops: a.engine, Tools: a.tools,
 		Servers: samplingPolicies(pc.MCPServers), InFlight: guard, MaxTokens: svc.DefaultMaxTokens(), Metrics: m, Logger: o.Logger})
 	if err = a.tools.Start(ctx, samplingHost); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	goredis "github.com/redis/go-redis/v9"
@@ -27,10 +28,12 @@ const redisReadsPool = 4096
 
 // redisOptions are the client options of the configured Redis URL for
 // user (the run store, the limits): each call bounded by its context, not
-// go-redis's socket timeouts, and maintenance notifications off — in its
-// default mode (auto) go-redis writes to the shared options from each new
-// connection whose server does not know them (Redis before 8), a data race
-// between connections opened at once.
+// go-redis's socket timeouts; a Redis that does not answer found out soon
+// (one dial of at most 2 s, unless the URL says otherwise), so that a
+// request answers 503 rather than wait; and maintenance notifications off
+// — in its default mode (auto) go-redis writes to the shared options from
+// each new connection whose server does not know them (Redis before 8), a
+// data race between connections opened at once.
 func redisOptions(rc config.Redis, user string) (*goredis.Options, error) {
 	opt, err := goredis.ParseURL(rc.URL.Reveal())
 	if err != nil {
@@ -38,20 +41,28 @@ func redisOptions(rc config.Redis, user string) (*goredis.Options, error) {
 		return nil, errors.New(user + ": the Redis URL is not one go-redis accepts (redis://[user:password@]host:port/db, rediss://…, unix://…)")
 	}
 	opt.ContextTimeoutEnabled = true
+	if opt.DialTimeout == 0 {
+		opt.DialTimeout = 2 * time.Second
+	}
+	if opt.DialerRetries == 0 {
+		opt.DialerRetries = 1
+	}
 	opt.MaintNotificationsConfig = &maintnotifications.Config{Mode: maintnotifications.ModeDisabled}
 	return opt, nil
 }
 
 // openStore sets the store of loop runs: given if set, else the in-memory
 // store, or the Redis one when a Redis URL is configured (m records its
-// Redis operations). ready is what /readyz asks it. An unreachable Redis
-// does not stop the start: it is logged, /readyz answers 503 until Redis
-// answers, and sampling without loops goes on.
-func (a *App) openStore(ctx context.Context, given runs.Store, rc config.Redis, m *metrics.Redis, log *slog.Logger) (ready func(context.Context) error, err error) {
+// Redis operations), keeping at most maxBytes of runs (0: the store's
+// default) and loop.Summary of each for listing. ready is what /readyz
+// asks it. An unreachable Redis does not stop the start: it is logged,
+// /readyz and the loop routes answer 503 until Redis answers, and sampling
+// without loops goes on.
+func (a *App) openStore(ctx context.Context, given runs.Store, rc config.Redis, maxBytes int64, m *metrics.Redis, log *slog.Logger) (ready func(context.Context) error, err error) {
 	if given != nil || rc.URL == "" {
 		a.store = given
 		if a.store == nil {
-			a.store = memory.New(memory.Options{})
+			a.store = memory.New(memory.Options{MaxBytes: maxBytes, Summarize: loop.Summary})
 		}
 		a.release = append(a.release, a.store.Close)
 		return func(context.Context) error { return nil }, nil
@@ -66,7 +77,7 @@ func (a *App) openStore(ctx context.Context, given runs.Store, rc config.Redis, 
 	readOpt := *opt
 	readOpt.PoolSize = redisReadsPool
 	c, reads := goredis.NewClient(opt), goredis.NewClient(&readOpt)
-	a.store = runsredis.New(c, runsredis.Options{Reads: reads, Observe: m.Observe,
+	a.store = runsredis.New(c, runsredis.Options{Reads: reads, Observe: m.Observe, MaxBytes: maxBytes, Summarize: loop.Summary,
 		Lease: time.Duration(rc.LeaseTTL), Abandon: loop.Abandoned})
 	a.release = append(a.release, a.store.Close, c.Close, reads.Close)
 	ping := func(ctx context.Context) error {
@@ -108,4 +119,20 @@ func (a *App) openLimits(rc config.Redis, m *metrics.Redis, log *slog.Logger) (a
 		return c.Close()
 	})
 	return l, nil
+}
+
+// RedisLogs routes go-redis's own log lines through log, as warnings, so
+// that they are lines of the service's log rather than plain text between
+// them. go-redis keeps one logger for the whole process (redis.SetLogger):
+// the program's entry point calls this once, not New, since a process may
+// hold several Apps (tests do), each with a logger of its own.
+func RedisLogs(log *slog.Logger) {
+	goredis.SetLogger(redisLogger{log})
+}
+
+// redisLogger is go-redis's logger interface over slog.
+type redisLogger struct{ log *slog.Logger }
+
+func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	l.log.WarnContext(ctx, "redis: "+strings.TrimPrefix(strings.TrimSpace(fmt.Sprintf(format, v...)), "redis: "), "source", "go-redis")
 }

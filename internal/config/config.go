@@ -129,6 +129,15 @@ type Limits struct {
 	// /v1/messages, those of MCP servers) served at once by all callers;
 	// default 256.
 	InFlightSamples int `yaml:"inFlightSamples"`
+	// ToolResultBytes caps each tool result a loop's model sees (a longer
+	// one is cut, with a note saying so); 0 means 1 MiB.
+	ToolResultBytes int `yaml:"toolResultBytes"`
+	// RunBytes caps each run's event log and transcript (a run past it
+	// ends failed); 0 means 16 MiB.
+	RunBytes int `yaml:"runBytes"`
+	// StoreBytes caps the bytes of the runs kept, in memory or in Redis:
+	// past it the runs that finished first are dropped; 0 means 256 MiB.
+	StoreBytes int64 `yaml:"storeBytes"`
 }
 
 // WithDefaults returns the limits with the defaults in place of zeros.
@@ -658,7 +667,8 @@ func (c *Config) checkAccess() error {
 		}
 		names[k.Name] = true
 	}
-	if l := c.Limits; l.RequestsPerMinute < 0 || l.ConcurrentLoops < 0 || l.InFlightSamples < 0 {
+	if l := c.Limits; l.RequestsPerMinute < 0 || l.ConcurrentLoops < 0 || l.InFlightSamples < 0 ||
+		l.ToolResultBytes < 0 || l.RunBytes < 0 || l.StoreBytes < 0 {
 		return errors.New("limits: must not be negative")
 	}
 	return nil
