@@ -220,6 +220,13 @@ func (s *Server) record(next mcp.MethodHandler) mcp.MethodHandler {
 // call in the mode who picks; needsTools: client sampling must support
 // tools (agent_delegate).
 func add[In, Out any](s *Server, t *mcp.Tool, needsTools bool, run func(ctx context.Context, c *call, in In) (Out, error)) {
+	// The tool's series exist from the start, at 0.
+	for _, by := range []string{byClient, byService} {
+		s.o.Metrics.MCPToolDuration.WithLabelValues(t.Name, by)
+		for _, outcome := range []string{outcomeOK, outcomeInvalidArgs, outcomeRefused, outcomeFailed, outcomeCancelled} {
+			s.o.Metrics.MCPToolCalls.WithLabelValues(t.Name, by, outcome)
+		}
+	}
 	mcp.AddTool(s.mcp, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
 		c := ctx.Value(callKey{}).(*call) // set by record
 		c.req, c.ctx = req, ctx
