@@ -9,7 +9,6 @@ import (
 	"mime"
 	"net/http"
 	"os"
-	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -180,7 +179,7 @@ func fieldError(base string, err error) sampler.FieldError {
 		if typ.Field != "" {
 			path = "/" + strings.ReplaceAll(typ.Field, ".", "/")
 		}
-		return at(base+path, "must be %s, not %s", jsonKind(typ.Type), typ.Value)
+		return at(base+path, "must be %s, not %s", sampler.JSONKind(typ.Type), typ.Value)
 	case errors.As(err, &syn):
 		return at(base, "not valid JSON (at byte %d)", syn.Offset)
 	}
@@ -192,23 +191,4 @@ func fieldError(base string, err error) sampler.FieldError {
 		}
 	}
 	return at(base, "%s", err.Error())
-}
-
-// jsonKind names the JSON values a Go type takes: "an integer", "a
-// string", ...
-func jsonKind(t reflect.Type) string {
-	switch t.Kind() {
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		return "an integer"
-	case reflect.Float32, reflect.Float64:
-		return "a number"
-	case reflect.String:
-		return "a string"
-	case reflect.Bool:
-		return "a boolean"
-	case reflect.Slice, reflect.Array:
-		return "an array"
-	}
-	return "an object"
 }

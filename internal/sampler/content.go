@@ -477,22 +477,22 @@ func jsonKindIs(v json.RawMessage, kind string) bool {
 	return false
 }
 
-// expectedKind names the JSON kind a decoding error wanted: "a string",
-// "a number", "a boolean", "an object" or "an array".
-func expectedKind(e *json.UnmarshalTypeError) string {
-	switch e.Type.Kind() {
+// JSONKind names the JSON values a Go type takes, as a decoding error
+// says what it wanted: "an integer", "a number", "a string", "a boolean",
+// "an array" or "an object".
+func JSONKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
 	case reflect.String:
 		return "a string"
 	case reflect.Bool:
 		return "a boolean"
-	case reflect.Int, reflect.Int64, reflect.Int32, reflect.Float64, reflect.Float32:
-		return "a number"
 	case reflect.Slice, reflect.Array:
 		return "an array"
-	case reflect.Pointer:
-		if e.Type.Elem().Kind() == reflect.Bool {
-			return "a boolean"
-		}
 	}
 	return "an object"
 }
@@ -540,7 +540,7 @@ func pathOf(err error, msg string) *PathError {
 	}
 	var typ *json.UnmarshalTypeError
 	if errors.As(err, &typ) && typ.Field != "" {
-		return &PathError{Path: "/" + strings.ReplaceAll(typ.Field, ".", "/"), Message: "must be " + expectedKind(typ)}
+		return &PathError{Path: "/" + strings.ReplaceAll(typ.Field, ".", "/"), Message: "must be " + JSONKind(typ.Type)}
 	}
 	if msg == "" {
 		msg = "not a valid value here"
@@ -610,7 +610,7 @@ func (tc *ToolChoice) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &w); err != nil {
 		var typ *json.UnmarshalTypeError
 		if errors.As(err, &typ) && typ.Field != "" {
-			return &PathError{Path: "/" + typ.Field, Message: fmt.Sprintf("%s must be %s", typ.Field, expectedKind(typ))}
+			return &PathError{Path: "/" + typ.Field, Message: fmt.Sprintf("%s must be %s", typ.Field, JSONKind(typ.Type))}
 		}
 		return &PathError{Message: "toolChoice must be a string or an object with mode"}
 	}
