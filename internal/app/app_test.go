@@ -3,6 +3,7 @@ package app
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -48,23 +49,26 @@ func TestMetricsOfASample(t *testing.T) {
 	post("/v1/sample", `{"prompt":"hi","model":"nope"}`, http.StatusBadRequest)
 
 	want := `
-# HELP sampled_samples_total Sampling requests by endpoint, mode, provider, model and outcome.
-# TYPE sampled_samples_total counter
-sampled_samples_total{endpoint="sample",mode="plain",model="offline/default",outcome="ok",provider="offline"} 1
-sampled_samples_total{endpoint="sample",mode="plain",model="other",outcome="invalid_request",provider="other"} 1
-sampled_samples_total{endpoint="sample_schema",mode="schema",model="offline/flaky",outcome="ok",provider="offline"} 1
 # HELP sampled_validation_retries_total Corrective retries sent by the guaranteed helpers.
 # TYPE sampled_validation_retries_total counter
 sampled_validation_retries_total{method="sample"} 0
 sampled_validation_retries_total{method="sampleSchema"} 1
 sampled_validation_retries_total{method="sampleTools"} 0
 `
+	wantSamples := `map[endpoint=sample,mode=plain,model=offline/default,outcome=ok,provider=offline:1 ` +
+		`endpoint=sample,mode=plain,model=other,outcome=invalid_request,provider=other:1 ` +
+		`endpoint=sample_schema,mode=schema,model=offline/flaky,outcome=ok,provider=offline:1]`
 	// A sample is counted after its answer is sent: wait for the three.
+	// (The configured models' series exist from the start, at 0.)
+	var samples map[string]float64
 	testwait.Poll(t, time.Millisecond, testwait.Timeout, "three samples counted", func() bool {
-		n, err := testutil.GatherAndCount(reg, "sampled_samples_total")
-		return err == nil && n == 3
+		samples = counted(t, reg, "sampled_samples_total")
+		return len(samples) == 3
 	})
-	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "sampled_samples_total", "sampled_validation_retries_total"); err != nil {
+	if got := fmt.Sprint(samples); got != wantSamples {
+		t.Errorf("sampled_samples_total = %s, want %s", got, wantSamples)
+	}
+	if err := testutil.GatherAndCompare(reg, strings.NewReader(want), "sampled_validation_retries_total"); err != nil {
 		t.Error(err)
 	}
 	for _, c := range []struct {
@@ -91,6 +95,30 @@ sampled_validation_retries_total{method="sampleTools"} 0
 			t.Errorf("%s observed %d times, want %d", c.name, got, c.want)
 		}
 	}
+}
+
+// counted returns the series of the counter name that are not 0, by their
+// labels (name=value, sorted by name).
+func counted(t *testing.T, reg *prometheus.Registry, name string) map[string]float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			if mf.GetName() != name || m.GetCounter().GetValue() == 0 {
+				continue
+			}
+			var labels []string
+			for _, l := range m.GetLabel() {
+				labels = append(labels, l.GetName()+"="+l.GetValue())
+			}
+			out[strings.Join(labels, ",")] = m.GetCounter().GetValue()
+		}
+	}
+	return out
 }
 
 // BenchmarkSampleOpenAI measures one plain request through the assembled

@@ -42,6 +42,7 @@ func meter(p sampler.Provider, cat *sampler.Catalog, m *metrics.Metrics) *metere
 	for _, model := range cat.Models() {
 		if model.Provider == p.Name() {
 			mp.models[model.Name] = newModelSeries(m, p.Name(), model.ID())
+			m.Model(model)
 		}
 	}
 	return mp

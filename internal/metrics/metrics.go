@@ -9,6 +9,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promauto"
+
+	"github.com/sampled/sampled/internal/sampler"
 )
 
 // Metrics holds every collector sampled exports, and records what the
@@ -182,10 +184,26 @@ func New(reg prometheus.Registerer) *Metrics {
 		}
 		return 0
 	})
-	// Series that alerts watch with increase() exist from the start.
-	for _, method := range []string{"sampleSchema", "sampleTools", "sample"} {
+	// Series whose labels are fixed exist from the start, at 0: a
+	// dashboard of an idle service shows zeros, and increase() sees the
+	// first increment.
+	for method, kinds := range map[string][]string{
+		sampler.MethodSchema: {sampler.KindInvalidJSON, sampler.KindSchemaMismatch},
+		sampler.MethodTools:  {sampler.KindNoToolCall, sampler.KindUnknownTool, sampler.KindInvalidArguments},
+		sampler.MethodSample: {sampler.KindNoToolCall, sampler.KindUnknownTool, sampler.KindInvalidArguments,
+			sampler.KindToolCallForbidden, sampler.KindWrongTool},
+	} {
 		m.ValidationRetries.WithLabelValues(method)
 		m.ValidationExhausted.WithLabelValues(method)
+		for _, kind := range kinds {
+			m.ValidationFailures.WithLabelValues(method, kind)
+		}
+	}
+	// Requests refused before a model was chosen (see Model for the rest).
+	for endpoint, modes := range endpointModes() {
+		for _, mode := range modes {
+			m.Samples.WithLabelValues(endpoint, mode, "other", "other", sampler.OutcomeInvalidRequest)
+		}
 	}
 	for _, r := range []string{DeniedNoKey, DeniedBadKey} {
 		m.AccessDenied.WithLabelValues(r)
@@ -230,6 +248,33 @@ func (m *Metrics) AccessKeys(names []string) {
 		for _, l := range []string{LimitRequests, LimitLoops, LimitInFlight} {
 			m.RateLimited.WithLabelValues(k, l)
 		}
+	}
+}
+
+// endpointModes returns the endpoint labels of sampled_samples_total, as
+// the routes (handlers), the loops' model calls (loop) and the MCP servers'
+// sampling requests (host) name them, each with the modes its requests
+// can have.
+func endpointModes() map[string][]string {
+	all := []string{sampler.ModePlain, sampler.ModeSchema, sampler.ModeTools}
+	withTools := []string{sampler.ModePlain, sampler.ModeTools}
+	return map[string][]string{"sample": all, "sample_schema": {sampler.ModeSchema}, "sample_tools": {sampler.ModeTools},
+		"messages": withTools, "loops": withTools, "mcp_host": withTools}
+}
+
+// Model creates the series of a configured model, at 0: the sampling
+// requests of every endpoint and mode that it answered (ok) or whose
+// upstream calls failed (upstream_error), and the upstream retries of its
+// provider by reason.
+func (m *Metrics) Model(model sampler.Model) {
+	for endpoint, modes := range endpointModes() {
+		for _, mode := range modes {
+			m.Samples.WithLabelValues(endpoint, mode, model.Provider, model.ID(), sampler.OutcomeOK)
+			m.Samples.WithLabelValues(endpoint, mode, model.Provider, model.ID(), sampler.OutcomeUpstreamError)
+		}
+	}
+	for _, reason := range []string{"timeout", "connection", "rate_limited", "server_error", "client_error"} {
+		m.UpstreamRetries.WithLabelValues(model.Provider, reason)
 	}
 }
 
