@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -152,6 +153,7 @@ type Guard struct {
 	unchecked func(limit string)
 	log       *slog.Logger
 	lastLog   atomic.Int64 // unix nanoseconds of the last warning that shared limits fail
+	vouched   sync.Map     // token → *Caller (Vouch)
 }
 
 // New checks the options and returns a Guard.

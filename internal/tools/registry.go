@@ -521,7 +521,7 @@ func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage) 
 	defer cancel()
 	defer context.AfterFunc(r.life, cancel)()
 	start := time.Now()
-	res, err := session.CallTool(callCtx, &mcp.CallToolParams{Name: ref.original, Arguments: args})
+	res, err := session.CallTool(callCtx, &mcp.CallToolParams{Meta: callMeta(ctx), Name: ref.original, Arguments: args})
 	r.metrics.ToolCallDuration.WithLabelValues(ref.server.name).Observe(time.Since(start).Seconds())
 	if err != nil {
 		switch {
