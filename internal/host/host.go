@@ -46,10 +46,6 @@ type ToolLister interface {
 	Tools() []tools.Tool
 }
 
-// maxDepth bounds nested sampling: a request made by a tool that a
-// client-run loop called, itself answering a request, and so on.
-const maxDepth = 3
-
 // defaultLoopIterations caps a client-run loop when the policy sets no cap.
 const defaultLoopIterations = 10
 
@@ -225,8 +221,10 @@ func (h *Host) createMessage(ctx context.Context, req *tools.SamplingRequest) (*
 		return nil, refused("sampling is not available to MCP server %q", req.Server)
 	case pol.Disabled:
 		return nil, refused("sampling is disabled for MCP server %q in sampled's configuration", req.Server)
-	case req.Depth > maxDepth:
-		return nil, refused("nested sampling too deep: this request is at depth %d, the limit is %d (a tool called by a client-run loop asked for sampling, and so on)", req.Depth, maxDepth)
+	case req.Depth > tools.MaxDepth:
+		// Nested sampling: a request made by a tool that a client-run
+		// loop called, itself answering a request, and so on.
+		return nil, refused("nested sampling too deep: this request is at depth %d, the limit is %d (a tool called by a client-run loop asked for sampling, and so on)", req.Depth, tools.MaxDepth)
 	case pol.limit != nil && !pol.limit.Allow():
 		return nil, refused("rate limit: MCP server %q may send %d sampling requests per minute", req.Server, pol.RequestsPerMinute)
 	}
