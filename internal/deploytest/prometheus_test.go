@@ -78,9 +78,10 @@ func lazySeriesTarget() *httptest.Server {
 }
 
 // TestDashboardAndAlertsAgainstPrometheus starts sampled and a real
-// Prometheus scraping it every second, drives a mixed load, then evaluates
-// every dashboard panel and every alert expression through Prometheus' HTTP
-// API: each must return series.
+// Prometheus scraping it every second, evaluates every dashboard panel on
+// the idle service, drives a mixed load, then evaluates every panel and
+// every alert expression again through Prometheus' HTTP API: each must
+// return series.
 func TestDashboardAndAlertsAgainstPrometheus(t *testing.T) {
 	prom := needProgram(t, "prometheus")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -170,6 +171,29 @@ func TestDashboardAndAlertsAgainstPrometheus(t *testing.T) {
 		return err == nil && len(v) == 1 && v[0].Value[1] == "1"
 	})
 
+	// Idle: nothing but scrapes and readiness checks has reached sampled.
+	// Once rates have two points, every panel shows data, zeros for what
+	// did not happen: the series whose labels are known exist from the
+	// start.
+	testwait.Poll(t, 250*time.Millisecond, 60*time.Second, "three scrapes of the idle service", func() bool {
+		v, err := query(api, `count_over_time(up{job="sampled"}[1m])`)
+		return err == nil && len(v) == 1 && number(v[0]) >= 3
+	})
+	for _, e := range dashboardExprs(t) {
+		t.Run("idle/panel/"+e.title, func(t *testing.T) {
+			checkSeries(t, api, e.expr, true)
+		})
+	}
+	// The series the load below adds to these counters must have existed
+	// while idle: a label value counted but not created at start shows.
+	startSeries := map[string]map[string]bool{}
+	for _, q := range []string{
+		`sampled_samples_total{outcome=~"ok|upstream_error|invalid_request"}`, `sampled_loops_total`, `sampled_tool_calls_total{tool!="other"}`,
+		`sampled_sse_events_total`, `sampled_upstream_retries_total`, `sampled_validation_failures_total`,
+	} {
+		startSeries[q] = seriesSet(t, api, q)
+	}
+
 	drive(t, srv.URL)
 	// Let several scrapes see the load, so rates over 1m have two points.
 	testwait.Poll(t, 250*time.Millisecond, 60*time.Second, "the load to be scraped", func() bool {
@@ -192,14 +216,23 @@ func TestDashboardAndAlertsAgainstPrometheus(t *testing.T) {
 
 	for _, e := range dashboardExprs(t) {
 		t.Run("panel/"+e.title, func(t *testing.T) {
-			checkSeries(t, api, e.expr)
+			checkSeries(t, api, e.expr, false)
 		})
 	}
 	for _, e := range alertExprs(t) {
 		t.Run("alert/"+e.title, func(t *testing.T) {
-			checkSeries(t, api, withoutComparison(e.expr))
+			checkSeries(t, api, withoutComparison(e.expr), false)
 		})
 	}
+	t.Run("series created at start", func(t *testing.T) {
+		for q, idle := range startSeries {
+			for s := range seriesSet(t, api, q) {
+				if !idle[s] {
+					t.Errorf("%s: the load created %s", q, s)
+				}
+			}
+		}
+	})
 	// A provider without failed calls shows a ratio of 0, not "No data":
 	// offline (called, its error series at 0), idle (never called: 0/0)
 	// and lazy (called, no error series at all); the flaky fake and the
@@ -474,18 +507,36 @@ func number(s sample) float64 {
 }
 
 // checkSeries requires q to return at least one series that is not NaN.
-func checkSeries(t *testing.T, api, q string) {
+// On an idle service, a quantile or a mean of a histogram may be NaN: it
+// has no value without observations, and its series still give the panel
+// its legend.
+func checkSeries(t *testing.T, api, q string, idle bool) {
 	t.Helper()
 	v, err := query(api, q)
 	if err != nil {
 		t.Fatal(err)
 	}
+	statistic := idle && (strings.Contains(q, "histogram_quantile(") || strings.Contains(q, "_sum["))
 	for _, s := range v {
-		if s.Value[1] != "NaN" {
+		if statistic || s.Value[1] != "NaN" {
 			return
 		}
 	}
-	t.Errorf("%s returned no series (%d NaN) after the load", q, len(v))
+	t.Errorf("%s returned no series (%d NaN; idle %v)", q, len(v), idle)
+}
+
+// seriesSet returns the label sets of the series q returns.
+func seriesSet(t *testing.T, api, q string) map[string]bool {
+	t.Helper()
+	v, err := query(api, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, s := range v {
+		out[fmt.Sprint(s.Metric)] = true
+	}
+	return out
 }
 
 func rulesHealthy(api string) (bool, error) {
