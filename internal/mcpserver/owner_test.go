@@ -180,20 +180,3 @@ func TestDelegateLoopsBelongToTheKey(t *testing.T) {
 		return resp.StatusCode == http.StatusCreated
 	})
 }
-
-// TestDelegateOwnerIsTheCallsKey: the owner of a delegated loop is the key
-// of the tools/call request, not of the request that opened the session.
-func TestDelegateOwnerIsTheCallsKey(t *testing.T) {
-	s := start(t, map[string]string{}, keyed())
-	b := newBearer(bobKey)
-	cs := connectAs(t, s.url, b)
-	b.key.Store(aliceKey)
-	out := structured(t, callTool(t, cs, "agent_delegate", map[string]any{"goal": "say hello", "maxIterations": 1}))
-	id, _ := out["runId"].(string)
-	if diff := cmp.Diff(map[string]string{id: "alice"}, s.listed(t, aliceKey)); diff != "" {
-		t.Errorf("alice's runs (-want +got):\n%s", diff)
-	}
-	if resp, body := s.send(t, bobKey, http.MethodGet, "/v1/loops/"+id, ""); resp.StatusCode != http.StatusNotFound {
-		t.Errorf("GET alice's run as bob = %d %s, want 404", resp.StatusCode, body)
-	}
-}

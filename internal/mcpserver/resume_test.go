@@ -38,9 +38,19 @@ func readEvents(t *testing.T, body io.Reader) []sseEvent {
 // mcpRequest sends one JSON-RPC message over raw HTTP.
 func mcpRequest(t *testing.T, method, url, session, lastEventID, body string) *http.Response {
 	t.Helper()
+	return mcpRequestAs(t, "", method, url, session, lastEventID, body)
+}
+
+// mcpRequestAs sends one JSON-RPC message over raw HTTP with an API key
+// ("" for none).
+func mcpRequestAs(t *testing.T, key, method, url, session, lastEventID, body string) *http.Response {
+	t.Helper()
 	req, err := http.NewRequest(method, url, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
 	}
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	if body != "" {

@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -64,9 +65,11 @@ type Options struct {
 	Client sampler.Options
 	// Loops serves agent_delegate when sampled runs the loop.
 	Loops Loops
-	// Access finds the caller of a tools/call request from its
-	// Authorization header: the loops agent_delegate starts belong to it,
-	// as POST /v1/loops's do. Nil starts them without an owner.
+	// Access finds the caller of a request from its Authorization
+	// header: a session belongs to the key that opened it, and the loops
+	// agent_delegate starts belong to the key of the call, or to the one
+	// its _meta's tools.MetaCaller token stands for, as POST /v1/loops's
+	// do. Nil binds no session and starts loops without an owner.
 	Access *access.Guard
 	// Mode "" means ModeAuto.
 	Mode Mode
@@ -88,6 +91,7 @@ type Server struct {
 	origins map[string]bool
 	log     *slog.Logger
 	client  *sampler.Service // the session's client (clientProvider)
+	owners  sync.Map         // session id → the name of the key that opened it
 }
 
 // New builds the MCP server and its tools.
@@ -111,7 +115,7 @@ func New(o Options) (*Server, error) {
 		Instructions: "Agent tools backed by LLM sampling. Each tool asks a model once (agent_delegate runs a tool loop); " +
 			"answers with a shape are validated against the tool's output schema and corrected before they are returned.",
 	})
-	s.mcp.AddReceivingMiddleware(s.record)
+	s.mcp.AddReceivingMiddleware(s.bind, s.record)
 	s.addDecide()
 	s.addAnalyze()
 	s.addExtract()
@@ -127,20 +131,6 @@ func New(o Options) (*Server, error) {
 		SessionTimeout: sessionTimeout,
 	})
 	return s, nil
-}
-
-// ServeHTTP serves the streamable HTTP transport at /mcp. It refuses
-// requests whose Origin header names a site that is neither loopback nor
-// allowed: a web page cannot reach a local sampled through DNS rebinding
-// or a browser's cross-site request. The go-sdk handler checks the Host
-// header of requests to a loopback address too.
-func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if origin := r.Header.Get("Origin"); origin != "" && !s.originAllowed(origin) {
-		s.log.Warn("origin refused", "origin", origin)
-		http.Error(w, "Forbidden: origin not allowed", http.StatusForbidden)
-		return
-	}
-	s.handler.ServeHTTP(w, r)
 }
 
 func (s *Server) originAllowed(origin string) bool {
