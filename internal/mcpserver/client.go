@@ -51,7 +51,7 @@ func (clientProvider) Sample(ctx context.Context, req *sampler.Request) (*sample
 	if len(c.meta) > 0 {
 		params.Meta = c.meta
 	}
-	res, err := c.req.Session.CreateMessageWithTools(ctx, params)
+	res, err := c.req.Session.CreateMessageWithTools(unrouted{ctx}, params)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -63,6 +63,24 @@ func (clientProvider) Sample(ctx context.Context, req *sampler.Request) (*sample
 		return nil, &sampler.UpstreamError{Provider: clientName, Message: "the client's result is not a CreateMessageResult: " + err.Error(), Err: err}
 	}
 	return &sampler.Response{Model: r.Model, Content: r.Content, StopReason: r.StopReason}, nil
+}
+
+// unrouted is the context of a sampling request: ctx, whose values vanish
+// once it is done. go-sdk sends a message on the event stream of the
+// request that a value of its context names: the sampling request on the
+// stream of the tool call's response. When ctx ends, go-sdk sends
+// notifications/cancelled for the sampling request with ctx's values; but
+// a client that cancelled the tool call no longer reads that stream, so
+// the notification, without them, goes on the session's GET stream, which
+// the client reads.
+type unrouted struct{ context.Context }
+
+// Value returns ctx's value for key while ctx is not done, nil after.
+func (c unrouted) Value(key any) any {
+	if c.Err() != nil {
+		return nil
+	}
+	return c.Context.Value(key)
 }
 
 // who decides who samples for a call in session ss: its client if it can

@@ -146,10 +146,12 @@ func TestSamplingModes(t *testing.T) {
 }
 
 // TestCancelWhileTheClientSamples: cancelling the tool call ends sampled's
-// wait for the client's answer, and the call gets no result. (go-sdk
-// v1.8.0 then sends notifications/cancelled for the sampling request on
-// the tool call's stream, which has ended by then, so the client does not
-// hear of it: streamable.go rejects the write "to closed stream".)
+// wait for the client's answer, the call gets no result, and the client
+// hears of it: notifications/cancelled for its sampling request cancels
+// its handler. (go-sdk v1.8.0 sends it with the context of the sampling
+// request, which routes it to the tool call's stream, which the client
+// stopped reading when it cancelled the call: without sampled's unrouted
+// context it was lost.)
 func TestCancelWhileTheClientSamples(t *testing.T) {
 	s := start(t, map[string]string{}, "")
 	sc := newSamplingClient()
@@ -169,6 +171,9 @@ func TestCancelWhileTheClientSamples(t *testing.T) {
 	})
 	if err := testwait.Recv(t, errc, "the call's end"); err == nil {
 		t.Error("the cancelled call returned no error")
+	}
+	if err := testwait.Recv(t, sc.done, "the client's sampling cancelled"); !errors.Is(err, context.Canceled) {
+		t.Errorf("the client's sampling ended with %v, want it cancelled", err)
 	}
 }
 
