@@ -12,6 +12,7 @@ import (
 
 	"github.com/sampled/sampled/internal/loop"
 	"github.com/sampled/sampled/internal/sampler"
+	"github.com/sampled/sampled/internal/tools"
 )
 
 // Defaults of agent_delegate.
@@ -91,22 +92,35 @@ func (s *Server) runLoop(ctx context.Context, c *call, in delegateIn) (*delegate
 		MaxIterations: &in.MaxIterations,
 		Timeout:       &timeout,
 	}
-	// The run belongs to the key of this call, and counts against its
-	// concurrent loops until it ends. The go-sdk runs a tool in the
-	// context of its session, not of the HTTP request that carried the
-	// call, but hands it that request's header.
-	if s.o.Access != nil {
-		var auth string
-		if c.req.Extra != nil {
-			auth = c.req.Extra.Header.Get("Authorization")
-		}
-		caller, err := s.o.Access.Authenticate(auth)
-		if err != nil {
-			return nil, &toolError{outcome: outcomeRefused, text: "the loop was not started: " + err.Error()}
-		}
-		spec.Caller = caller
+	// A call from a loop (sampled's own, through the tools of an MCP
+	// server that is sampled) says its depth, and maybe stands for the
+	// key of that loop (tools.MetaCaller): the run then belongs to that
+	// key and counts against its concurrent loops until it ends, else to
+	// the key of this call. The go-sdk runs a tool in the context of its
+	// session, not of the HTTP request that carried the call, but hands it
+	// that request's header.
+	meta := c.req.Params.Meta
+	depth, _ := meta[tools.MetaDepth].(float64)
+	spec.Origin.Depth = int(max(min(depth, tools.MaxDepth+1), 0))
+	if spec.Origin.Depth > tools.MaxDepth {
+		return nil, &toolError{outcome: outcomeRefused, text: fmt.Sprintf("the loop was not started: nested too deep: this call is at depth %d, the limit is %d "+
+			"(a loop's tool called agent_delegate, whose loop called it again, and so on)", spec.Origin.Depth, tools.MaxDepth)}
 	}
-	snap, err := s.o.Loops.Run(ctx, spec, func(it int) {
+	if s.o.Access != nil {
+		token, _ := meta[tools.MetaCaller].(string)
+		if spec.Caller = s.o.Access.Vouched(token); spec.Caller == nil {
+			var auth string
+			if c.req.Extra != nil {
+				auth = c.req.Extra.Header.Get("Authorization")
+			}
+			caller, err := s.o.Access.Authenticate(auth)
+			if err != nil {
+				return nil, &toolError{outcome: outcomeRefused, text: "the loop was not started: " + err.Error()}
+			}
+			spec.Caller = caller
+		}
+	}
+	snap, err := s.o.Loops.Run(tools.WithSamplingDepth(ctx, spec.Origin.Depth), spec, func(it int) {
 		c.step(float64(in.MaxIterations), "iteration %d of at most %d", it, in.MaxIterations)
 	})
 	var limit *loop.LimitError
