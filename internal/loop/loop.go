@@ -330,6 +330,13 @@ func (e *Engine) start(ctx context.Context, spec Spec, onIteration func(int)) (r
 	lctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	stopCtx := context.AfterFunc(ctx, func() { cancel(errCancelled) })
 	stopClosing := context.AfterFunc(e.closing, func() { cancel(errCancelled) })
+	// The loops its tools start through sampled's /mcp count as its key's.
+	unvouch := func() {}
+	if spec.Caller != nil && e.o.Access != nil {
+		var token string
+		token, unvouch = e.o.Access.Vouch(spec.Caller)
+		lctx = tools.WithCallerToken(lctx, token)
+	}
 	e.o.Metrics.LoopsActive.Inc()
 	r = &run{e: e, stop: cancel, id: id, spec: spec, lim: lim, defs: defs, snap: snap, log: e.o.Logger.With("loopId", id, "traceId", trace),
 		onIteration: onIteration, saved: len(spec.Messages)}
@@ -338,6 +345,7 @@ func (e *Engine) start(ctx context.Context, spec Spec, onIteration func(int)) (r
 		defer close(finished)
 		defer e.wg.Done()
 		defer release()
+		defer unvouch()
 		defer e.o.Metrics.LoopsActive.Dec()
 		defer stopClosing()
 		defer stopCtx()
