@@ -15,10 +15,15 @@
 // client and the service's heap. -floor serves the same bytes over bare TCP
 // instead, to show what the machine itself allows.
 //
+// With -soak D it runs mixed traffic against the built sampled for D and
+// fails if anything grew after the warm-up or any request or event was
+// lost (soak.go).
+//
 // Usage:
 //
 //	go run ./bench -side [-rounds 3] [-n 5000] [-c 64] [-d 10s] [-inflight 1000] [-upstream-delay 2s] [-cpuprofile f]
 //	go run ./bench -fanout 1000 [-events 50] [-interval 20ms] [-floor] [-cpuprofile f]
+//	go run ./bench -soak 1h [-rate 500]
 package main
 
 import (
@@ -66,10 +71,17 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	events := fs.Int("events", 50, "events published in the fan-out measurement")
 	interval := fs.Duration("interval", 20*time.Millisecond, "time between events in the fan-out measurement")
 	floorOnly := fs.Bool("floor", false, "fan-out over bare TCP instead of sampled")
+	soakFor := fs.Duration("soak", 0, "run mixed traffic against the built sampled for this long instead, and fail on growth or loss")
+	rate := fs.Float64("rate", 500, "operations started per second in the soak (500 use about a core of this 2-core machine)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
 	switch {
+	case *soakFor > 0:
+		if *rate <= 0 {
+			return errors.New("-soak needs a positive -rate")
+		}
+		return runSoak(ctx, soakOptions{d: *soakFor, rate: *rate}, stdout)
 	case *fanout > 0:
 		return withCPUProfile(*cpuprofile, func() error {
 			return runFanout(ctx, fanoutOptions{subscribers: *fanout, events: *events, interval: *interval, floor: *floorOnly}, stdout)
@@ -81,7 +93,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return runSide(ctx, sideOptions{rounds: *rounds, n: *n, c: *c, d: *d, inflight: *inflight,
 			delay: *upstreamDelay, cpuprofile: *cpuprofile}, stdout)
 	default:
-		return errors.New("give -side or -fanout N")
+		return errors.New("give -side, -fanout N or -soak DURATION")
 	}
 }
 
