@@ -77,7 +77,7 @@ type soakSample struct {
 	goroutines int
 	fds        int
 	p50, p99   time.Duration
-	cpu        float64 // cores used by sampled, its children and the bench
+	cpu        float64 // cores used by sampled and the bench
 }
 
 // soakReport is what a soak saw.
@@ -218,7 +218,7 @@ func soak(ctx context.Context, o soakOptions, dir string, stdout io.Writer) (*so
 	defer s.session.Close() // a second Close does nothing
 
 	fmt.Fprintf(stdout, "soak: %s of mixed traffic at %.0f operations/s against %s (pid %d), the upstream injecting faults; "+
-		"floors of RSS, goroutines and open files, latency of samples and /mcp calls, CPU of sampled, its MCP server and the bench\n",
+		"floors of RSS, goroutines and open files, latency of samples and /mcp calls, CPU of sampled and the bench\n",
 		o.d, o.rate, srv.base, srv.pid())
 	stopLoad, loaded := make(chan struct{}), make(chan struct{})
 	go func() {
@@ -252,15 +252,10 @@ func soak(ctx context.Context, o soakOptions, dir string, stdout io.Writer) (*so
 		if err != nil {
 			return nil, err
 		}
-		if floor.rss == 0 || p.rss < floor.rss {
-			floor.rss = p.rss
+		if floor.rss == 0 {
+			floor = p
 		}
-		if floor.goroutines == 0 || p.goroutines < floor.goroutines {
-			floor.goroutines = p.goroutines
-		}
-		if floor.fds == 0 || p.fds < floor.fds {
-			floor.fds = p.fds
-		}
+		floor.rss, floor.goroutines, floor.fds = min(floor.rss, p.rss), min(floor.goroutines, p.goroutines), min(floor.fds, p.fds)
 		if time.Since(start) < at {
 			continue
 		}
@@ -516,29 +511,15 @@ func (s *soaker) probe(ctx context.Context, pid int) (soakSample, error) {
 	return soakSample{}, fmt.Errorf("metrics: no go_goroutines (status %d, %v)", resp.StatusCode, sc.Err())
 }
 
-// cpu is the CPU time used by the bench, which holds the clients and the
-// upstream, by sampled (pid) and by its children (the sampling peer).
+// cpu is the CPU time used by sampled (pid) and the bench, which holds
+// the clients and the upstream.
 func (s *soaker) cpu(pid int) (time.Duration, error) {
-	self, err := procCPU(os.Getpid())
+	a, err := procCPU(pid)
 	if err != nil {
 		return 0, err
 	}
-	sampled, err := procCPU(pid)
-	if err != nil {
-		return 0, err
-	}
-	sum := self + sampled
-	children, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
-	for _, c := range children {
-		b, _ := os.ReadFile(c)
-		for _, f := range strings.Fields(string(b)) {
-			if n, err := strconv.Atoi(f); err == nil {
-				t, _ := procCPU(n) // 0 for a child gone meanwhile
-				sum += t
-			}
-		}
-	}
-	return sum, nil
+	b, err := procCPU(os.Getpid())
+	return a + b, err
 }
 
 // waitForPeer waits until sampled lists the sampling peer's tool.
@@ -849,7 +830,7 @@ func (f *soakUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "soak upstream: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	answer, err := json.Marshal(replyTo(req))
+	answer, err := replyTo(req)
 	if err != nil {
 		http.Error(w, "soak upstream: "+err.Error(), http.StatusInternalServerError)
 		return
@@ -900,43 +881,9 @@ type chatRequest struct {
 	ResponseFormat json.RawMessage `json:"response_format"`
 }
 
-// chatReply is a chat completion in OpenAI's documented shape.
-type chatReply struct {
-	ID      string       `json:"id"`
-	Object  string       `json:"object"`
-	Created int64        `json:"created"`
-	Model   string       `json:"model"`
-	Choices []chatChoice `json:"choices"`
-	Usage   struct {
-		PromptTokens     int `json:"prompt_tokens"`
-		CompletionTokens int `json:"completion_tokens"`
-		TotalTokens      int `json:"total_tokens"`
-	} `json:"usage"`
-}
-
-type chatChoice struct {
-	Index        int         `json:"index"`
-	Message      chatMessage `json:"message"`
-	FinishReason string      `json:"finish_reason"`
-}
-
-type chatMessage struct {
-	Role      string         `json:"role"`
-	Content   *string        `json:"content"`
-	ToolCalls []chatToolCall `json:"tool_calls,omitempty"`
-}
-
-type chatToolCall struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
-}
-
-// replyTo is the soak upstream's answer to req.
-func replyTo(req chatRequest) chatReply {
+// replyTo is the soak upstream's answer to req, a chat completion in
+// OpenAI's documented shape (sidechild.go's for text).
+func replyTo(req chatRequest) ([]byte, error) {
 	var prompt, last string
 	for _, m := range req.Messages {
 		if m.Role == "user" && prompt == "" {
@@ -944,30 +891,26 @@ func replyTo(req chatRequest) chatReply {
 		}
 		last = m.Role
 	}
-	msg := chatMessage{Role: "assistant"}
-	finish := "stop"
 	switch {
 	case len(req.ResponseFormat) > 0:
-		text := `{"city":"Paris","country":"France","population":2102650}`
-		msg.Content = &text
-	case len(req.Tools) > 0 && last != "tool" && string(req.ToolChoice) != `"none"`:
-		call := chatToolCall{ID: "call_1", Type: "function"}
-		call.Function.Name, call.Function.Arguments = req.Tools[0].Function.Name, `{"city":"Paris"}`
-		if strings.HasSuffix(call.Function.Name, "__sample") {
-			// A sampling request of its own for each prompt: the fake
-			// tells first tries by their bodies.
-			args, _ := json.Marshal(map[string]any{"params": map[string]any{"maxTokens": 50, "messages": []any{
-				map[string]any{"role": "user", "content": map[string]any{"type": "text", "text": "Say hello for " + prompt}},
-			}}})
-			call.Function.Arguments = string(args)
-		}
-		msg.ToolCalls, finish = []chatToolCall{call}, "tool_calls"
-	default:
-		text := "Hello from the soak's upstream."
-		msg.Content = &text
+		return schemaCompletion, nil
+	case len(req.Tools) == 0 || last == "tool" || string(req.ToolChoice) == `"none"`:
+		return plainCompletion, nil
 	}
-	rep := chatReply{ID: "chatcmpl-soak", Object: "chat.completion", Created: time.Now().Unix(), Model: "gpt-4o-mini"}
-	rep.Choices = []chatChoice{{Message: msg, FinishReason: finish}}
-	rep.Usage.PromptTokens, rep.Usage.CompletionTokens, rep.Usage.TotalTokens = 14, 8, 22
-	return rep
+	name, args := req.Tools[0].Function.Name, []byte(`{"city":"Paris"}`)
+	if strings.HasSuffix(name, "__sample") {
+		// A sampling request of its own for each prompt: the fake tells
+		// first tries by their bodies.
+		var err error
+		if args, err = json.Marshal(map[string]any{"params": map[string]any{"maxTokens": 50, "messages": []any{
+			map[string]any{"role": "user", "content": map[string]any{"type": "text", "text": "Say hello for " + prompt}},
+		}}}); err != nil {
+			return nil, err
+		}
+	}
+	type obj = map[string]any
+	return json.Marshal(obj{"id": "chatcmpl-soak", "object": "chat.completion", "created": 1700000000, "model": "gpt-4o-mini",
+		"choices": []obj{{"index": 0, "finish_reason": "tool_calls", "message": obj{"role": "assistant", "content": nil,
+			"tool_calls": []obj{{"id": "call_1", "type": "function", "function": obj{"name": name, "arguments": string(args)}}}}}},
+		"usage": obj{"prompt_tokens": 14, "completion_tokens": 8, "total_tokens": 22}})
 }
