@@ -127,7 +127,7 @@ func New(o Options) (*Server, error) {
 	s.addSample()
 	s.handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
 		Logger:         s.log,
-		EventStore:     mcp.NewMemoryEventStore(nil),
+		EventStore:     newEventStore(),
 		SessionTimeout: sessionTimeout,
 	})
 	return s, nil
