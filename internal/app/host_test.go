@@ -1,7 +1,6 @@
 package app
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -23,6 +22,7 @@ import (
 	"github.com/sampled/sampled/internal/host"
 	"github.com/sampled/sampled/internal/loop"
 	"github.com/sampled/sampled/internal/sampler"
+	"github.com/sampled/sampled/internal/testing/mcptest"
 	"github.com/sampled/sampled/internal/testing/testwait"
 	"github.com/sampled/sampled/internal/tools"
 )
@@ -54,22 +54,7 @@ func needNode(t *testing.T) string {
 func startHTTPPeer(t *testing.T, node string) string {
 	t.Helper()
 	cmd := exec.Command(node, filepath.Join(tsPeers, "weather.mjs"), "--http")
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	url, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("read the peer's URL: %v", err)
-	}
-	return strings.TrimSpace(url)
+	return mcptest.StartServing(t, cmd)
 }
 
 // hostApp assembles sampled with the TypeScript peers: the weather server

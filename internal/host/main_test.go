@@ -1,7 +1,6 @@
 package host_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -24,6 +22,7 @@ import (
 	"github.com/sampled/sampled/internal/sampler"
 	"github.com/sampled/sampled/internal/sampler/offline"
 	"github.com/sampled/sampled/internal/testing/mcpschema"
+	"github.com/sampled/sampled/internal/testing/mcptest"
 	"github.com/sampled/sampled/internal/testing/testwait"
 	"github.com/sampled/sampled/internal/tools"
 )
@@ -86,22 +85,7 @@ func httpPeer(t testing.TB, version string, policy host.Policy) peerConfig {
 		args = append(args, "-stateless")
 	}
 	cmd := exec.Command(peer(t), args...)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_ = cmd.Process.Kill()
-		_ = cmd.Wait()
-	})
-	url, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		t.Fatalf("read the peer's URL: %v", err)
-	}
-	return peerConfig{tools.ServerOptions{URL: strings.TrimSpace(url), ProtocolVersion: version}, policy}
+	return peerConfig{tools.ServerOptions{URL: mcptest.StartServing(t, cmd), ProtocolVersion: version}, policy}
 }
 
 // stack is sampled's MCP host side: a registry whose sampling requests a
