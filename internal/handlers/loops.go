@@ -165,20 +165,8 @@ func (s *server) handleGetLoop(w http.ResponseWriter, r *http.Request) {
 // loopSummary is one run of GET /v1/loops: the summary the run store keeps
 // (loop.Summary: no transcript, a preview of the result), and links.
 type loopSummary struct {
-	ID            string          `json:"id"`
-	TraceID       string          `json:"traceId"`
-	Origin        loop.Origin     `json:"origin"`
-	Owner         string          `json:"owner,omitempty"`
-	Status        string          `json:"status"`
-	Model         string          `json:"model,omitempty"`
-	Iterations    int             `json:"iterations"`
-	MaxIterations int             `json:"maxIterations"`
-	Result        string          `json:"result,omitempty"`
-	Error         string          `json:"error,omitempty"`
-	Usage         sampler.Usage   `json:"usage"`
-	CreatedAt     json.RawMessage `json:"createdAt"`
-	FinishedAt    json.RawMessage `json:"finishedAt,omitempty"`
-	Links         loopLinks       `json:"links"`
+	loop.RunSummary
+	Links loopLinks `json:"links"`
 }
 
 // Limits of GET /v1/loops.

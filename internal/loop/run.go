@@ -294,9 +294,9 @@ func (r *run) end(start time.Time, status, errText string) {
 	r.e.o.Metrics.SSEEvents.WithLabelValues(EventLoopCompleted).Inc()
 }
 
-// summary is the summary of a run: its snapshot without the transcript
+// RunSummary is the summary of a run: its snapshot without the transcript
 // and tools, and with a preview of its result.
-type summary struct {
+type RunSummary struct {
 	ID            string        `json:"id"`
 	TraceID       string        `json:"traceId"`
 	Origin        Origin        `json:"origin"`
@@ -321,7 +321,7 @@ const previewBytes = 200
 // usage and a preview of its result, never its transcript. A snapshot
 // that does not decode has the summary {}.
 func Summary(snapshot json.RawMessage) json.RawMessage {
-	var s summary
+	var s RunSummary
 	if json.Unmarshal(snapshot, &s) != nil {
 		return json.RawMessage(`{}`)
 	}
