@@ -23,6 +23,8 @@ type modelSeries struct {
 	ok, failed          prometheus.Observer
 	inTokens, outTokens prometheus.Counter
 	inUsage, outUsage   prometheus.Observer
+	firstFragment       prometheus.Observer
+	fragments           prometheus.Counter
 }
 
 func newModelSeries(m *metrics.Metrics, provider, id string) *modelSeries {
@@ -33,6 +35,9 @@ func newModelSeries(m *metrics.Metrics, provider, id string) *modelSeries {
 		outTokens: m.Tokens.WithLabelValues(provider, id, "output"),
 		inUsage:   m.TokenUsage.WithLabelValues(provider, id, "input"),
 		outUsage:  m.TokenUsage.WithLabelValues(provider, id, "output"),
+
+		firstFragment: m.FirstFragment.WithLabelValues(provider, id),
+		fragments:     m.StreamFragments.WithLabelValues(provider, id),
 	}
 }
 
@@ -50,12 +55,38 @@ func meter(p sampler.Provider, cat *sampler.Catalog, m *metrics.Metrics) *metere
 
 // Sample calls the provider and records the call.
 func (p *metered) Sample(ctx context.Context, req *sampler.Request) (*sampler.Response, error) {
-	series, ok := p.models[req.Model]
-	if !ok {
-		series = p.other
-	}
+	series := p.series(req.Model)
 	start := time.Now()
 	resp, err := p.Provider.Sample(ctx, req)
+	return series.record(start, resp, err)
+}
+
+// Stream streams from the provider and records the call, with the time to
+// its first fragment and the fragments.
+func (p *metered) Stream(ctx context.Context, req *sampler.Request, emit func(sampler.Delta)) (*sampler.Response, error) {
+	series := p.series(req.Model)
+	start := time.Now()
+	first := true
+	resp, err := sampler.Stream(ctx, p.Provider, req, func(d sampler.Delta) {
+		if first {
+			series.firstFragment.Observe(time.Since(start).Seconds())
+			first = false
+		}
+		series.fragments.Inc()
+		emit(d)
+	})
+	return series.record(start, resp, err)
+}
+
+func (p *metered) series(model string) *modelSeries {
+	if s, ok := p.models[model]; ok {
+		return s
+	}
+	return p.other
+}
+
+// record observes a call that started at start and ended with resp, err.
+func (series *modelSeries) record(start time.Time, resp *sampler.Response, err error) (*sampler.Response, error) {
 	d := time.Since(start).Seconds()
 	if err != nil {
 		series.failed.Observe(d)

@@ -28,6 +28,8 @@ type Metrics struct {
 	UpstreamDuration    *prometheus.HistogramVec // provider, model, outcome
 	Tokens              *prometheus.CounterVec   // provider, model, type
 	TokenUsage          *prometheus.HistogramVec // provider, model, type
+	FirstFragment       *prometheus.HistogramVec // provider, model
+	StreamFragments     *prometheus.CounterVec   // provider, model
 	GatewayOverhead     prometheus.Histogram
 
 	LoopsTotal       *prometheus.CounterVec   // status
@@ -103,6 +105,15 @@ func New(reg prometheus.Registerer) *Metrics {
 			Help:    "Tokens used by one upstream call, by provider, model and type (input, output).",
 			Buckets: prometheus.ExponentialBuckets(1, 4, 14),
 		}, []string{"provider", "model", "type"}),
+		FirstFragment: f.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "sampled_upstream_first_fragment_seconds",
+			Help:    "Time from the start of a streamed upstream call to its first fragment (time to first token), by provider and model.",
+			Buckets: []float64{0.005, 0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96},
+		}, []string{"provider", "model"}),
+		StreamFragments: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "sampled_upstream_stream_fragments_total",
+			Help: "Fragments (chunks) received from streamed upstream calls, by provider and model.",
+		}, []string{"provider", "model"}),
 		GatewayOverhead: f.NewHistogram(prometheus.HistogramOpts{
 			Name:    "sampled_gateway_overhead_seconds",
 			Help:    "Time a sampling request spends in sampled itself, upstream calls excluded.",

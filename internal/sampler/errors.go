@@ -64,6 +64,9 @@ type UpstreamError struct {
 	RetryAfter time.Duration
 	// Message is a short, secret-free description.
 	Message string
+	// Partial is set when the call failed after part of its answer had
+	// been streamed to the caller: it is not retried.
+	Partial bool
 	Err     error
 }
 
@@ -92,6 +95,8 @@ func (e *UpstreamError) Unwrap() error { return e.Err }
 // failures, 408, 429 and 5xx. Other 4xx never are.
 func (e *UpstreamError) Retryable() bool {
 	switch {
+	case e.Partial:
+		return false
 	case e.Timeout, e.Status == 0:
 		return true
 	case e.Status == http.StatusRequestTimeout, e.Status == http.StatusTooManyRequests:
@@ -99,6 +104,17 @@ func (e *UpstreamError) Retryable() bool {
 	default:
 		return e.Status >= 500
 	}
+}
+
+// partial marks err, the failure of a call part of whose answer was
+// streamed, as not to be retried.
+func partial(provider string, err error) error {
+	var ue *UpstreamError
+	if errors.As(err, &ue) {
+		ue.Partial = true
+		return err
+	}
+	return &UpstreamError{Provider: provider, Partial: true, Message: "the stream broke off", Err: err}
 }
 
 // RetryAfterHint returns the upstream's Retry-After, if it sent one.

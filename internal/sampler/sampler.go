@@ -90,6 +90,17 @@ type Result struct {
 	ToolCalls []ToolCall
 }
 
+// deltas returns the emit function of attempt a, nil when p streams not.
+func (p *Params) deltas(a int) func(Delta) {
+	if p.OnDelta == nil {
+		return nil
+	}
+	return func(d Delta) {
+		d.Attempt = a
+		p.OnDelta(d)
+	}
+}
+
 // ParseError says why schema-mode output is not a valid value.
 type ParseError struct {
 	Message string       `json:"message"`
@@ -117,6 +128,11 @@ type Params struct {
 	// attempt about to be made (from 2) and the errors it corrects: a
 	// caller that reports progress reports retries too.
 	OnRetry func(attempt int, errs []FieldError)
+	// OnDelta, if set, streams the answer: each fragment is handed to it as
+	// it arrives, on the goroutine that called the Service, tagged with its
+	// attempt. Deltas of an attempt that fails validation are followed by
+	// OnRetry and the next attempt's deltas.
+	OnDelta func(Delta)
 	// LenientToolCalls turns off Sample's checks of a tools-mode answer
 	// (toolChoice kept, tools declared, arguments valid), for a caller that
 	// handles such answers itself: the loop engine answers a bad call with

@@ -41,6 +41,9 @@ type Options struct {
 	// RequestTimeout bounds a whole request: every attempt, upstream retry,
 	// wait and fallback; 0 means 5 minutes.
 	RequestTimeout time.Duration
+	// IdleTimeout bounds the wait for each fragment of a streamed call;
+	// 0 means DefaultIdleTimeout.
+	IdleTimeout time.Duration
 }
 
 // DefaultMaxTokens is the maxTokens of a request that gives none, unless
@@ -58,6 +61,7 @@ type Service struct {
 	schemas          *SchemaCache
 	callTimeout      time.Duration
 	requestTimeout   time.Duration
+	idleTimeout      time.Duration
 }
 
 // New checks that every catalog model has a provider and returns a Service.
@@ -75,12 +79,16 @@ func New(o Options) (*Service, error) {
 		schemas:          o.Schemas,
 		callTimeout:      o.CallTimeout,
 		requestTimeout:   o.RequestTimeout,
+		idleTimeout:      o.IdleTimeout,
 	}
 	if s.callTimeout <= 0 {
 		s.callTimeout = 120 * time.Second
 	}
 	if s.requestTimeout <= 0 {
 		s.requestTimeout = 5 * time.Minute
+	}
+	if s.idleTimeout <= 0 {
+		s.idleTimeout = DefaultIdleTimeout
 	}
 	if s.observe == nil {
 		s.observe = nopObserver{}
@@ -143,7 +151,7 @@ func (s *Service) sample(ctx context.Context, p *Params) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.attempt(ctx, deadline, model, &p.Request, &up)
+	res, err := s.attempt(ctx, deadline, model, &p.Request, &up, p.deltas(1))
 	if err != nil {
 		return nil, err
 	}
@@ -211,7 +219,7 @@ func (s *Service) guaranteed(ctx context.Context, p *Params, method string) (*Re
 	var last *Result
 	var errs []FieldError
 	for a := 1; a <= attempts; a++ {
-		res, err := s.attempt(ctx, deadline, model, &req, &up)
+		res, err := s.attempt(ctx, deadline, model, &req, &up, p.deltas(a))
 		if err != nil {
 			return nil, err
 		}
@@ -268,8 +276,10 @@ func (s *Service) prepare(p *Params) (Model, error) {
 
 // attempt calls the model, with upstream retries, and then its fallbacks,
 // until deadline (the request's). Time spent waiting on providers is added
-// to *upstream.
-func (s *Service) attempt(ctx context.Context, deadline time.Time, model Model, req *Request, upstream *time.Duration) (*Result, error) {
+// to *upstream. With emit set the call streams; a call that fails once a
+// fragment of it has been emitted is neither retried nor followed by a
+// fallback, since the caller cannot take the fragment back.
+func (s *Service) attempt(ctx context.Context, deadline time.Time, model Model, req *Request, upstream *time.Duration, emit func(Delta)) (*Result, error) {
 	var lastErr error
 	for i := 0; i <= len(model.Fallbacks); i++ {
 		m := model
@@ -287,9 +297,13 @@ func (s *Service) attempt(ctx context.Context, deadline time.Time, model Model, 
 		up.Deadline = deadline
 		up.OnRetry = func(err error, _ int, _ time.Duration) { s.observe.UpstreamRetry(m.Provider, retry.Reason(err)) }
 		t0 := time.Now()
+		emitted := false
 		err := up.Do(ctx, func(ctx context.Context) error {
 			var err error
-			resp, err = s.call(ctx, deadline, prov, &r)
+			resp, err = s.call(ctx, deadline, prov, &r, emit, &emitted)
+			if err != nil && emitted {
+				err = partial(prov.Name(), err)
+			}
 			return err
 		})
 		// Calls and the waits between retries are upstream time, not
@@ -303,7 +317,7 @@ func (s *Service) attempt(ctx context.Context, deadline time.Time, model Model, 
 			ue.Model = m.ID()
 		}
 		lastErr = err
-		if ctx.Err() != nil || !time.Now().Before(deadline) || !retry.Retryable(err) {
+		if ctx.Err() != nil || !time.Now().Before(deadline) || !retry.Retryable(err) || emitted {
 			break
 		}
 	}
@@ -315,7 +329,7 @@ func (s *Service) attempt(ctx context.Context, deadline time.Time, model Model, 
 // timeout, while the caller still waits, is an upstream timeout; one cut
 // off by the request's deadline ends the request (the retries see it
 // passed).
-func (s *Service) call(ctx context.Context, deadline time.Time, prov Provider, req *Request) (*Response, error) {
+func (s *Service) call(ctx context.Context, deadline time.Time, prov Provider, req *Request, emit func(Delta), emitted *bool) (*Response, error) {
 	callDeadline := time.Now().Add(s.callTimeout)
 	perCall := callDeadline.Before(deadline)
 	if !perCall {
@@ -323,7 +337,13 @@ func (s *Service) call(ctx context.Context, deadline time.Time, prov Provider, r
 	}
 	cctx, cancel := context.WithDeadline(ctx, callDeadline)
 	defer cancel()
-	resp, err := prov.Sample(cctx, req)
+	var resp *Response
+	var err error
+	if emit != nil {
+		resp, err = s.stream(cctx, prov, req, emit, emitted)
+	} else {
+		resp, err = prov.Sample(cctx, req)
+	}
 	if err != nil && perCall && ctx.Err() == nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
 		var ue *UpstreamError
 		if !errors.As(err, &ue) || !ue.Timeout {
