@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"encoding/json"
 	"flag"
 	"io"
 	"net/http"
@@ -12,8 +11,8 @@ import (
 	"testing"
 
 	"github.com/sampled/sampled/internal/testing/golden"
+	"github.com/sampled/sampled/internal/testing/openaispec"
 
-	"github.com/getkin/kin-openapi/openapi3"
 	"go.uber.org/goleak"
 )
 
@@ -21,38 +20,9 @@ var update = flag.Bool("update", false, "rewrite the golden request bodies in te
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
-// openAPIDoc is OpenAI's official OpenAPI description, loaded once per test
-// binary: it is about 3 MB.
-var openAPIDoc = sync.OnceValues(func() (*openapi3.T, error) {
-	loader := openapi3.NewLoader()
-	return loader.LoadFromFile(filepath.Join("..", "..", "..", "reference", "openai", "openapi.yaml"))
-})
-
 // checkSpec validates a JSON body against a component schema of OpenAI's
-// OpenAPI description, with kin-openapi's OpenAPI 3.0 visitor (all errors)
-// and its JSON Schema 2020-12 validator (the document is OpenAPI 3.1).
-func checkSpec(t *testing.T, schema string, body []byte) {
-	t.Helper()
-	doc, err := openAPIDoc()
-	if err != nil {
-		t.Fatalf("load OpenAI OpenAPI description: %v", err)
-	}
-	ref := doc.Components.Schemas[schema]
-	if ref == nil || ref.Value == nil {
-		t.Fatalf("OpenAPI description has no schema %s", schema)
-	}
-	var v any
-	if err := json.Unmarshal(body, &v); err != nil {
-		t.Errorf("%s: body is not JSON: %v\n%s", schema, err, body)
-		return
-	}
-	if err := ref.Value.VisitJSON(v, openapi3.MultiErrors()); err != nil {
-		t.Errorf("body does not match OpenAI's %s: %v\n%s", schema, err, body)
-	}
-	if err := ref.Value.VisitJSON(v, openapi3.EnableJSONSchema2020()); err != nil {
-		t.Errorf("body does not match OpenAI's %s (JSON Schema 2020-12): %v\n%s", schema, err, body)
-	}
-}
+// OpenAPI description.
+func checkSpec(t *testing.T, schema string, body []byte) { openaispec.Check(t, schema, body) }
 
 // reply is one canned answer of the fake upstream.
 type reply struct {
