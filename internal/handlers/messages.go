@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"net/http"
@@ -21,7 +22,13 @@ func (s *server) handleMessages(w http.ResponseWriter, r *http.Request) {
 		s.writeMessagesError(w, r, err)
 		return
 	}
-	// MCP leaves the params open, for extensions; this endpoint takes none.
+	// MCP leaves the params open, for extensions; this endpoint takes one,
+	// stream, and no other.
+	stream, err := takeStream(body.Extra)
+	if err != nil {
+		s.writeMessagesError(w, r, err)
+		return
+	}
 	if len(body.Extra) > 0 {
 		var errs []sampler.FieldError
 		for _, k := range slices.Sorted(maps.Keys(body.Extra)) {
@@ -36,6 +43,18 @@ func (s *server) handleMessages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	p.Caller = "messages"
+	if wantsStream(r, stream) {
+		l := &live{s: s, w: w, r: r, problem: messagesProblem}
+		l.stream(p)
+		res, err := s.sampler.Sample(r.Context(), p)
+		s.sampled(r.Context(), p, res, err)
+		var result any
+		if err == nil {
+			result = sampler.CreateMessageResultOf(res)
+		}
+		l.finish(result, err)
+		return
+	}
 	res, err := s.sampler.Sample(r.Context(), p)
 	s.sampled(r.Context(), p, res, err)
 	if err != nil {
@@ -47,14 +66,38 @@ func (s *server) handleMessages(w http.ResponseWriter, r *http.Request) {
 
 // writeMessagesError adds JSON-RPC's invalid-params code to 400 problems.
 func (s *server) writeMessagesError(w http.ResponseWriter, r *http.Request, err error) {
-	p := problemFor(err)
+	p := messagesProblem(err)
 	if p.Status != http.StatusBadRequest {
 		s.writeError(w, r, err)
 		return
 	}
-	if p.Extensions == nil {
-		p.Extensions = map[string]any{}
-	}
-	p.Extensions["code"] = invalidParams
 	s.writeProblem(w, r, p)
+}
+
+// messagesProblem is the problem of POST /v1/messages for err: a 400
+// carries JSON-RPC's invalid-params code.
+func messagesProblem(err error) Problem {
+	p := problemFor(err)
+	if p.Status == http.StatusBadRequest {
+		if p.Extensions == nil {
+			p.Extensions = map[string]any{}
+		}
+		p.Extensions["code"] = invalidParams
+	}
+	return p
+}
+
+// takeStream removes the stream member from a body's extra members and
+// returns its value.
+func takeStream(extra map[string]json.RawMessage) (bool, error) {
+	raw, ok := extra["stream"]
+	if !ok {
+		return false, nil
+	}
+	delete(extra, "stream")
+	var stream bool
+	if err := json.Unmarshal(raw, &stream); err != nil {
+		return false, sampler.Invalid("/stream", "stream must be true or false")
+	}
+	return stream, nil
 }

@@ -29,6 +29,8 @@ type sampleBody struct {
 	ToolChoice      json.RawMessage `json:"toolChoice"`
 	ToolChoiceDraft json.RawMessage `json:"tool_choice"`
 	Retries         *int            `json:"retries"`
+	// Stream asks for the answer as an event stream (live).
+	Stream bool `json:"stream"`
 }
 
 // resultBody is the body of a 200 response of POST /v1/sample and its
@@ -136,6 +138,14 @@ func (s *server) serveSample(w http.ResponseWriter, r *http.Request, endpoint st
 		return
 	}
 	p.Caller = endpoint
+	if wantsStream(r, body.Stream) {
+		l := &live{s: s, w: w, r: r}
+		l.stream(p)
+		res, err := run(r.Context(), p)
+		l.finish(newResultBody(res), err)
+		s.sampled(r.Context(), p, res, err)
+		return
+	}
 	res, err := run(r.Context(), p)
 	// The answer is sent first (writeBody flushes it); the log line's
 	// attributes come after.
