@@ -393,6 +393,48 @@ type contractTwin struct{ contractHang }
 
 func (contractTwin) Name() string { return "twin" }
 
+// checkSampleStream reads a whole sampling event stream and checks each
+// event against the document's SampleEvent schema, and the stream against
+// its rules: no ids, and one result or error, last.
+func checkSampleStream(t *testing.T, body []byte) {
+	t.Helper()
+	c, err := specOnce()
+	if err != nil {
+		t.Fatal(err)
+	}
+	schema := c.doc.Components.Schemas["SampleEvent"]
+	if schema == nil {
+		t.Fatal("api/openapi.yaml has no SampleEvent schema")
+	}
+	var names []string
+	for ev, err := range sse.Read(bytes.NewReader(body), &sse.ReadConfig{MaxEventSize: 1 << 20}) {
+		if err != nil {
+			t.Fatalf("reading the event stream after %d events: %v\n%s", len(names), err, clipBody(body))
+		}
+		if ev.LastEventID != "" {
+			t.Errorf("event %d (%s) has id %q; sampling streams have none", len(names)+1, ev.Type, ev.LastEventID)
+		}
+		var data any
+		if err := json.Unmarshal([]byte(ev.Data), &data); err != nil {
+			t.Errorf("event %s: data is not JSON: %v: %s", ev.Type, err, ev.Data)
+		}
+		msg := map[string]any{"event": ev.Type, "data": data}
+		if err := schema.Value.VisitJSON(msg, openapi3.EnableJSONSchema2020(), openapi3.MultiErrors()); err != nil {
+			t.Errorf("event %d (%s) does not match SampleEvent: %v\ndata: %s", len(names)+1, ev.Type, err, ev.Data)
+		}
+		names = append(names, ev.Type)
+	}
+	if len(names) == 0 {
+		t.Fatalf("the stream holds no event:\n%s", clipBody(body))
+	}
+	for i, n := range names {
+		if end := n == "result" || n == "error"; end != (i == len(names)-1) {
+			t.Errorf("events %v: one result or error must end the stream", names)
+			break
+		}
+	}
+}
+
 // checkEventStream reads a whole text/event-stream body and checks each
 // event against the document's LoopEvent schema, and the stream against
 // the catalogue's rules: consecutive ids, and an end after loop.completed.
@@ -770,6 +812,13 @@ func TestResponsesMatchSpec(t *testing.T) {
 			check: wantServers("servers", contractServer{Name: "fetch", Transport: "stdio", Error: true},
 				contractServer{Name: "git", Transport: "stdio", Required: true, Error: true}, stdServer)},
 
+		{name: "sample streaming", method: "POST", path: "/v1/sample", body: `{"prompt":"Say hello","stream":true}`, wantStatus: 200},
+		{name: "sample schema streaming", method: "POST", path: "/v1/sample/schema", header: map[string]string{"Accept": "text/event-stream"},
+			body: `{"prompt":"a person","model":"offline/flaky","schema":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}}`, wantStatus: 200},
+		{name: "sample tools streaming", method: "POST", path: "/v1/sample/tools", body: `{"prompt":"weather in Paris","stream":true,"tools":[{"name":"get_weather","inputSchema":{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}}]}`, wantStatus: 200},
+		{name: "sample streaming invalid", method: "POST", path: "/v1/sample", body: `{"prompt":"","stream":true}`, wantStatus: 400, specRejects: true, check: wantErrorAt("/prompt")},
+		{name: "messages streaming", method: "POST", path: "/v1/messages", body: `{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":20,"stream":true}`, wantStatus: 200},
+
 		{name: "loops start", method: "POST", path: "/v1/loops", body: calcLoop, wantStatus: 201, saveLoop: "calc", check: wantLoopStatus("running")},
 		{name: "loops start streaming", method: "POST", path: "/v1/loops", header: map[string]string{"Accept": "text/event-stream"},
 			body:       `{"prompt":"Please calculate 2 * (3 + 4)","systemPrompt":"Use the tools.","allowedTools":["std__*"],"toolChoice":{"mode":"auto"},"maxIterations":5,"timeoutMs":60000,"maxTokens":200,"temperature":0.5}`,
@@ -930,7 +979,9 @@ func TestResponsesMatchSpec(t *testing.T) {
 					t.Errorf("api/openapi.yaml accepts the request; want it to state the rule the service enforces")
 				}
 			}
-			if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/event-stream" {
+			if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/event-stream" && !strings.HasPrefix(req.URL.Path, "/v1/loops") {
+				checkSampleStream(t, respBody)
+			} else if mt == "text/event-stream" {
 				evs := checkEventStream(t, respBody)
 				if tt.events != nil {
 					tt.events(t, evs)
