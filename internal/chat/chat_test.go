@@ -28,7 +28,7 @@ func TestWrittenBodiesMatchTheSpec(t *testing.T) {
 		}, MaxCompletionTokens: ptr(5), Stop: Stop{"x"}, Tools: []Tool{{Type: TypeFunction, Function: FunctionDef{Name: "f", Parameters: json.RawMessage(`{"type":"object"}`)}}},
 			ToolChoice: &ToolChoice{Mode: TypeFunction, Function: "f"}, ParallelToolCalls: ptr(false),
 			ResponseFormat: &ResponseFormat{Type: FormatJSONSchema, JSONSchema: &JSONSchema{Name: "r", Schema: json.RawMessage(`{"type":"object"}`), Strict: ptr(true)}},
-			Stream: true, StreamOptions: &StreamOptions{IncludeUsage: true}}},
+			Stream:         true, StreamOptions: &StreamOptions{IncludeUsage: true}}},
 		{"CreateChatCompletionResponse", Response{ID: "chatcmpl-1", Object: ObjectCompletion, Created: 1, Model: "m",
 			Choices: []Choice{{Message: ResponseMessage{Role: RoleAssistant, Content: Text("hi")}, FinishReason: FinishStop}},
 			Usage:   &Usage{PromptTokens: 1, CompletionTokens: 1, TotalTokens: 2}}},

@@ -820,6 +820,24 @@ func TestResponsesMatchSpec(t *testing.T) {
 		{name: "messages streaming", method: "POST", path: "/v1/messages", body: `{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":20,"stream":true}`, wantStatus: 200},
 
 		{name: "loops start", method: "POST", path: "/v1/loops", body: calcLoop, wantStatus: 201, saveLoop: "calc", check: wantLoopStatus("running")},
+		{name: "loops start streaming deltas", method: "POST", path: "/v1/loops", header: map[string]string{"Accept": "text/event-stream"},
+			body: `{"prompt":"Please calculate 2 * (3 + 4)","allowedTools":["std__*"],"maxIterations":5,"streamDeltas":true}`, wantStatus: 200,
+			events: func(t *testing.T, evs []contractEvent) {
+				var text, completed string
+				for _, ev := range evs {
+					switch ev.Event {
+					case "model.delta":
+						s, _ := ev.Data["text"].(string)
+						text += s
+					case "model.completed":
+						s, _ := ev.Data["text"].(string)
+						completed += s
+					}
+				}
+				if text == "" || text != completed {
+					t.Errorf("model.delta texts join to %q; model.completed texts to %q", text, completed)
+				}
+			}},
 		{name: "loops start streaming", method: "POST", path: "/v1/loops", header: map[string]string{"Accept": "text/event-stream"},
 			body:       `{"prompt":"Please calculate 2 * (3 + 4)","systemPrompt":"Use the tools.","allowedTools":["std__*"],"toolChoice":{"mode":"auto"},"maxIterations":5,"timeoutMs":60000,"maxTokens":200,"temperature":0.5}`,
 			wantStatus: 200, events: wantCalcEvents(1)},

@@ -52,6 +52,7 @@ type loopBody struct {
 	TimeoutMs        *int64                    `json:"timeoutMs"`
 	MaxTokens        *int                      `json:"maxTokens"`
 	Temperature      *float64                  `json:"temperature"`
+	StreamDeltas     bool                      `json:"streamDeltas"`
 }
 
 type loopLinks struct {
@@ -71,7 +72,7 @@ func (s *server) handleStartLoop(w http.ResponseWriter, r *http.Request) {
 	}
 	// The engine checks the limits and fills in its defaults.
 	spec := loop.Spec{Origin: loop.Origin{Kind: loop.OriginHTTP}, SystemPrompt: b.SystemPrompt, ModelSpec: b.Model, ModelPreferences: b.ModelPreferences,
-		AllowedTools: b.AllowedTools, Temperature: b.Temperature,
+		AllowedTools: b.AllowedTools, Temperature: b.Temperature, StreamDeltas: b.StreamDeltas,
 		MaxIterations: b.MaxIterations, MaxTokens: b.MaxTokens}
 	if b.TimeoutMs != nil {
 		d := time.Duration(*b.TimeoutMs) * time.Millisecond

@@ -36,8 +36,11 @@ const (
 
 // Event names of the catalogue.
 const (
-	EventLoopStarted        = "loop.started"
-	EventModelCompleted     = "model.completed"
+	EventLoopStarted    = "loop.started"
+	EventModelCompleted = "model.completed"
+	// EventModelDelta is a fragment of a model's answer, in a run whose
+	// Spec asks for them (StreamDeltas).
+	EventModelDelta         = "model.delta"
 	EventToolStarted        = "tool.started"
 	EventToolCompleted      = "tool.completed"
 	EventIterationCompleted = "iteration.completed"
@@ -147,6 +150,9 @@ type Spec struct {
 	Timeout       *time.Duration
 	MaxTokens     *int
 	Temperature   *float64
+	// StreamDeltas records each fragment of the model's answers as a
+	// model.delta event, kept in the log like the others.
+	StreamDeltas bool
 }
 
 // limits are a run's limits, its Spec's or the engine's defaults.
@@ -213,7 +219,7 @@ func New(o Options) *Engine {
 	for _, status := range []string{StatusCompleted, StatusMaxIterations, StatusTimeout, StatusCancelled, StatusFailed} {
 		o.Metrics.LoopsTotal.WithLabelValues(status)
 	}
-	for _, event := range []string{EventLoopStarted, EventModelCompleted, EventToolStarted, EventToolCompleted, EventIterationCompleted, EventLoopCompleted} {
+	for _, event := range []string{EventLoopStarted, EventModelDelta, EventModelCompleted, EventToolStarted, EventToolCompleted, EventIterationCompleted, EventLoopCompleted} {
 		o.Metrics.SSEEvents.WithLabelValues(event)
 	}
 	if o.Logger == nil {

@@ -36,6 +36,11 @@ type (
 		Usage      sampler.Usage      `json:"usage"`
 		DurationMs int64              `json:"durationMs"`
 	}
+	deltaEvent struct {
+		Iteration int                    `json:"iteration"`
+		Text      string                 `json:"text,omitempty"`
+		ToolCall  *sampler.ToolCallDelta `json:"toolCall,omitempty"`
+	}
 	toolStartedEvent struct {
 		Iteration int             `json:"iteration"`
 		CallID    string          `json:"callId"`
@@ -200,16 +205,23 @@ func (r *run) iterate(ctx context.Context) (status, errText string) {
 	}
 }
 
-// sample asks the model for iteration it of the transcript.
+// sample asks the model for iteration it of the transcript; with
+// StreamDeltas its answer's fragments are model.delta events.
 func (r *run) sample(ctx context.Context, it int) (*sampler.Result, error) {
-	return r.e.o.Sampler.Sample(ctx, &sampler.Params{
+	p := &sampler.Params{
 		Request: sampler.Request{Messages: r.snap.Messages, SystemPrompt: r.spec.SystemPrompt, MaxTokens: r.lim.maxTokens,
 			Temperature: r.spec.Temperature, Tools: r.defs, ToolChoice: r.toolChoice(it)},
 		ModelSpec: r.spec.ModelSpec, ModelPreferences: r.spec.ModelPreferences,
 		// The loop answers bad calls itself, where the model reads them.
 		LenientToolCalls: true,
 		Caller:           "loops",
-	})
+	}
+	if r.spec.StreamDeltas {
+		p.OnDelta = func(d sampler.Delta) {
+			r.emit(EventModelDelta, deltaEvent{Iteration: it, Text: d.Text, ToolCall: d.ToolCall})
+		}
+	}
+	return r.e.o.Sampler.Sample(ctx, p)
 }
 
 // toolChoice is the tool choice of iteration it: a forced choice holds for
