@@ -73,6 +73,11 @@ func (s *server) decodeBody(w http.ResponseWriter, r *http.Request, dst any, str
 	if err != nil {
 		return err
 	}
+	return decodeJSON(body, dst, strict)
+}
+
+// decodeJSON decodes a body read by readBody into dst, as decodeBody does.
+func decodeJSON(body []byte, dst any, strict bool) error {
 	if at := invalidUTF8(body); at >= 0 {
 		// encoding/json would read the byte as U+FFFD, silently.
 		return badJSON("/", fmt.Sprintf("the body is not valid UTF-8 (at byte %d, 0x%02x)", at, body[at]))

@@ -211,3 +211,17 @@ func (b *brokenStream) Stream(ctx context.Context, _ *sampler.Request, emit func
 	}
 	return nil, &sampler.UpstreamError{Provider: "broken", Message: "connection reset"}
 }
+
+// TestMessagesRefusesAnthropicShape: a body in Anthropic's Messages API
+// shape gets a 400 that says what the route takes and where to go.
+func TestMessagesRefusesAnthropicShape(t *testing.T) {
+	s := startStack(t, 0)
+	status, _, out := s.post(t, "/v1/messages", `{"model":"claude-sonnet-4-5","max_tokens":1024,"system":"Be brief.","messages":[{"role":"user","content":"Hello"}]}`)
+	detail, _ := out["detail"].(string)
+	if status != http.StatusBadRequest || !strings.Contains(detail, "Anthropic") || !strings.Contains(detail, "/openai/v1/chat/completions") {
+		t.Errorf("%d %q; want a 400 naming Anthropic's API and the routes to use", status, detail)
+	}
+	if diff := cmp.Diff([]string{"/max_tokens", "/system", "/messages/0/content"}, errorPaths(out)); diff != "" {
+		t.Errorf("error paths (-want +got):\n%s", diff)
+	}
+}

@@ -17,8 +17,15 @@ import (
 const invalidParams = -32602
 
 func (s *server) handleMessages(w http.ResponseWriter, r *http.Request) {
+	raw, err := s.readBody(w, r)
+	if err == nil {
+		err = anthropicShaped(raw)
+	}
 	var body sampler.CreateMessageParams
-	if err := s.decodeBody(w, r, &body, false); err != nil {
+	if err == nil {
+		err = decodeJSON(raw, &body, false)
+	}
+	if err != nil {
 		s.writeMessagesError(w, r, err)
 		return
 	}
@@ -85,6 +92,40 @@ func messagesProblem(err error) Problem {
 		p.Extensions["code"] = invalidParams
 	}
 	return p
+}
+
+// anthropicShaped refuses a body in the shape of Anthropic's Messages API
+// (max_tokens, a system string, a message whose content is a string), a
+// likely mistake given the route's name, saying what the route takes.
+func anthropicShaped(body []byte) error {
+	var b struct {
+		MaxTokens json.RawMessage `json:"max_tokens"`
+		System    json.RawMessage `json:"system"`
+		Messages  []struct {
+			Content json.RawMessage `json:"content"`
+		} `json:"messages"`
+	}
+	if json.Unmarshal(body, &b) != nil {
+		return nil // not an object of that shape: decoding says what is wrong
+	}
+	var errs []sampler.FieldError
+	if b.MaxTokens != nil {
+		errs = append(errs, sampler.FieldError{Path: "/max_tokens", Message: "Anthropic's member; MCP's is maxTokens"})
+	}
+	if b.System != nil {
+		errs = append(errs, sampler.FieldError{Path: "/system", Message: "Anthropic's member; MCP's is systemPrompt"})
+	}
+	for i, m := range b.Messages {
+		if len(m.Content) > 0 && m.Content[0] == '"' {
+			errs = append(errs, sampler.FieldError{Path: fmt.Sprintf("/messages/%d/content", i),
+				Message: `a string is Anthropic's shorthand; MCP's content is a block such as {"type":"text","text":"…"}, or an array of blocks`})
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	return &sampler.InvalidError{Errors: errs, Detail: "this route takes MCP's CreateMessageRequest, not Anthropic's Messages API: " +
+		"send maxTokens, systemPrompt and content blocks, or use POST /v1/sample (sampled's own shape) or POST /openai/v1/chat/completions (OpenAI's)"}
 }
 
 // takeStream removes the stream member from a body's extra members and
