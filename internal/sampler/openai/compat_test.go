@@ -130,7 +130,7 @@ func TestReplyContent(t *testing.T) {
 		{name: "null", content: `null`},
 		{name: "parts", content: `[{"type":"text","text":"Hello, "},{"type":"image_url","image_url":{"url":"data:image/png;base64,AA=="}},{"type":"text","text":"world."}]`,
 			want: []sampler.Content{sampler.TextBlock("Hello, world.")}},
-		{name: "number", content: `42`, wantErr: "unreadable reply: message content is neither a string nor an array: 42"},
+		{name: "number", content: `42`, wantErr: "unreadable reply: message content is neither a string nor an array: number"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sampled/sampled/internal/chat"
 )
 
 // fuzzKey is the API key of the fuzzed provider; replies may echo it and
@@ -46,7 +48,7 @@ func FuzzChatResponse(f *testing.F) {
 	p := New(Options{APIKey: fuzzKey, BaseURL: "http://127.0.0.1:0"})
 	f.Fuzz(func(t *testing.T, in []byte) {
 		limit := 6*len(in) + 256
-		var cr chatResponse
+		var cr chat.Response
 		if json.Unmarshal(in, &cr) == nil {
 			resp, err := p.decodeResponse(http.StatusOK, &cr)
 			if err != nil {

@@ -5,9 +5,11 @@
 // the reply back to a sampler.Response. It never retries: every upstream
 // failure is returned as a *sampler.UpstreamError and the Service decides.
 //
-// It speaks the API over net/http with wire types of its own (request.go,
-// response.go) that hold only the fields it sends or reads; the tests
-// check them against OpenAI's OpenAPI description in reference/openai.
+// It speaks the API over net/http with the wire types of internal/chat,
+// which the /openai/v1 facade shares; the tests check what it sends and
+// reads against OpenAI's OpenAPI description in reference/openai. What it
+// reads leniently, for compatible servers, stays here: error bodies of
+// several shapes, an error member in a 200 reply, tool calls without ids.
 package openai
 
 import (
@@ -17,10 +19,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/sampled/sampled/internal/chat"
 	"github.com/sampled/sampled/internal/sampler"
 )
 
@@ -152,12 +156,25 @@ func (p *Provider) Sample(ctx context.Context, req *sampler.Request) (*sampler.R
 		}
 		return nil, p.transportError(ctx, err)
 	}
-	var cr chatResponse
+	var cr chat.Response
 	if err := json.Unmarshal(buf.Bytes(), &cr); err != nil {
-		return nil, &sampler.UpstreamError{Provider: p.name, Status: resp.StatusCode,
-			Message: "unreadable reply: " + p.redact.String(err.Error()), Err: p.redact.Error(err)}
+		return nil, p.unreadable(resp.StatusCode, "unreadable reply: ", err)
 	}
 	return p.decodeResponse(resp.StatusCode, &cr)
+}
+
+// unreadable is the *sampler.UpstreamError of a reply, or a chunk of one,
+// that does not decode: what describes the failure, after what, free of
+// the API key.
+func (p *Provider) unreadable(status int, what string, err error) error {
+	msg := err.Error()
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) && te.Type == reflect.TypeFor[chat.Content]() {
+		// In the words of the API, not of Go's types.
+		msg = "message content is neither a string nor an array: " + te.Value
+	}
+	return &sampler.UpstreamError{Provider: p.name, Status: status,
+		Message: what + p.redact.String(msg), Err: p.redact.Error(err)}
 }
 
 // readReply reads the body of resp into buf; the client bounds it at

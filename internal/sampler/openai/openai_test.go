@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/sampled/sampled/internal/chat"
 	"github.com/sampled/sampled/internal/sampler"
 )
 
@@ -513,17 +514,26 @@ func TestStrictCache(t *testing.T) {
 // TestReplyTextString: a reply's string content reads as encoding/json
 // reads the string, escapes and invalid UTF-8 included.
 func TestReplyTextString(t *testing.T) {
+	p := New(Options{BaseURL: "http://127.0.0.1:0"})
 	for _, in := range []string{`""`, `"Paris."`, `"say \"hi\""`, `"a\\b"`, `"\u00e9t\u00e9"`, `"line\nbreak"`,
 		"\"h\xc3\xa9llo\"", "\"bad \xff utf-8\"", `"\ud83d\ude00"`, `"<b>&amp;</b>"`} {
 		var want string
 		if err := json.Unmarshal([]byte(in), &want); err != nil {
 			t.Fatal(err)
 		}
-		var got replyText
-		if err := json.Unmarshal([]byte(in), &got); err != nil {
+		var cr chat.Response
+		if err := json.Unmarshal([]byte(`{"choices":[{"message":{"content":`+in+`},"finish_reason":"stop"}]}`), &cr); err != nil {
 			t.Fatalf("%s: %v", in, err)
 		}
-		if string(got) != want {
+		resp, err := p.decodeResponse(200, &cr)
+		if err != nil {
+			t.Fatalf("%s: %v", in, err)
+		}
+		var got string
+		for _, c := range resp.Content {
+			got += c.Text
+		}
+		if got != want {
 			t.Errorf("%s: got %q, want %q", in, got, want)
 		}
 	}

@@ -8,140 +8,34 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/sampled/sampled/internal/chat"
 	"github.com/sampled/sampled/internal/sampler"
 )
 
-// chatRequest is the body of POST /chat/completions as this adapter sends
-// it: the subset of OpenAI's CreateChatCompletionRequest it uses.
-type chatRequest struct {
-	Model    string        `json:"model"`
-	Messages []chatMessage `json:"messages"`
-	// MaxCompletionTokens is the current field; max_tokens is deprecated
-	// and refused by reasoning models.
-	MaxCompletionTokens int        `json:"max_completion_tokens,omitempty"`
-	Temperature         *float64   `json:"temperature,omitempty"`
-	Stop                []string   `json:"stop,omitempty"`
-	Tools               []chatTool `json:"tools,omitempty"`
-	// ToolChoice is a string ("auto", "required", "none") or a
-	// namedToolChoice.
-	ToolChoice any `json:"tool_choice,omitempty"`
-	// ParallelToolCalls false asks for at most one tool call; nil leaves
-	// OpenAI's default (true).
-	ParallelToolCalls *bool           `json:"parallel_tool_calls,omitempty"`
-	ResponseFormat    *responseFormat `json:"response_format,omitempty"`
-}
-
-// chatMessage is one message of the request. Content is a string, a
-// []contentPart or nil, which is written as null (an assistant message that
-// only calls tools).
-type chatMessage struct {
-	Role       string     `json:"role"`
-	Content    any        `json:"content"`
-	ToolCalls  []toolCall `json:"tool_calls,omitempty"`
-	ToolCallID string     `json:"tool_call_id,omitempty"`
-}
-
-// toolCall is a function call of an assistant message, in a request and
-// in a reply.
-type toolCall struct {
-	ID       string       `json:"id"`
-	Type     string       `json:"type"`
-	Function functionCall `json:"function"`
-}
-
-// functionCall names the function of a toolCall; Arguments is a JSON text.
-type functionCall struct {
-	Name      string `json:"name"`
-	Arguments string `json:"arguments"`
-}
-
-// chatTool declares one function the model may call.
-type chatTool struct {
-	Type     string      `json:"type"`
-	Function functionDef `json:"function"`
-}
-
-// functionDef is a function's name, description and JSON Schema of its
-// arguments.
-type functionDef struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description,omitempty"`
-	Parameters  json.RawMessage `json:"parameters,omitempty"`
-}
-
-// namedToolChoice forces a call of one function.
-type namedToolChoice struct {
-	Type     string `json:"type"`
-	Function struct {
-		Name string `json:"name"`
-	} `json:"function"`
-}
-
-// responseFormat asks for an answer that matches a JSON Schema.
-type responseFormat struct {
-	Type       string     `json:"type"`
-	JSONSchema jsonSchema `json:"json_schema"`
-}
-
-// jsonSchema is the json_schema member of a responseFormat. Schema is
-// sent as the client gave it, every keyword kept.
-type jsonSchema struct {
-	Name   string          `json:"name"`
-	Schema json.RawMessage `json:"schema"`
-	Strict bool            `json:"strict"`
-}
-
-// contentPart is a text, image_url or input_audio part of a user message.
-type contentPart struct {
-	Type       string      `json:"type"`
-	Text       *string     `json:"text,omitempty"`
-	ImageURL   *imageURL   `json:"image_url,omitempty"`
-	InputAudio *inputAudio `json:"input_audio,omitempty"`
-}
-
-// imageURL is the payload of an image_url part: here always a data URL.
-type imageURL struct {
-	URL string `json:"url"`
-}
-
-// inputAudio is the payload of an input_audio part.
-type inputAudio struct {
-	Data   string `json:"data"`
-	Format string `json:"format"`
-}
-
-const (
-	roleSystem    = "system"
-	roleUser      = "user"
-	roleAssistant = "assistant"
-	roleTool      = "tool"
-
-	typeFunction   = "function"
-	typeJSONSchema = "json_schema"
-
-	partText       = "text"
-	partImageURL   = "image_url"
-	partInputAudio = "input_audio"
-
-	// schemaName names the response format; OpenAI requires a name.
-	schemaName = "response"
-)
+// schemaName names the response format; OpenAI requires a name.
+const schemaName = "response"
 
 // encodeRequest returns the JSON body for req, or a *sampler.InvalidError
 // for content the Chat Completions API cannot carry.
 func (p *Provider) encodeRequest(req *sampler.Request) ([]byte, error) {
-	cr := chatRequest{
+	cr := chat.Request{
 		Model: req.Model,
 		// One message per message, and the system prompt; tool results
 		// add one each.
-		Messages:            make([]chatMessage, 0, len(req.Messages)+1),
-		MaxCompletionTokens: req.MaxTokens,
-		Temperature:         req.Temperature,
-		Stop:                req.StopSequences,
+		Messages:    make([]chat.Message, 0, len(req.Messages)+1),
+		Temperature: req.Temperature,
+		Stop:        req.StopSequences,
 		// Metadata is not sent: OpenAI accepts it only with store:true.
 	}
+	// The pointers into req below are read only by json.Marshal, before
+	// encodeRequest returns.
+	if req.MaxTokens != 0 {
+		// max_completion_tokens, not max_tokens, which reasoning models
+		// refuse.
+		cr.MaxCompletionTokens = &req.MaxTokens
+	}
 	if req.SystemPrompt != "" {
-		cr.Messages = append(cr.Messages, chatMessage{Role: roleSystem, Content: req.SystemPrompt})
+		cr.Messages = append(cr.Messages, chat.Message{Role: chat.RoleSystem, Content: chat.Content{Text: &req.SystemPrompt}})
 	}
 	for i, m := range req.Messages {
 		var err error
@@ -150,21 +44,19 @@ func (p *Provider) encodeRequest(req *sampler.Request) ([]byte, error) {
 		}
 	}
 	if len(req.Tools) > 0 {
-		cr.Tools = make([]chatTool, len(req.Tools))
+		cr.Tools = make([]chat.Tool, len(req.Tools))
 		for i, t := range req.Tools {
-			cr.Tools[i] = chatTool{Type: typeFunction,
-				Function: functionDef{Name: t.Name, Description: t.Description, Parameters: t.InputSchema}}
+			cr.Tools[i] = chat.Tool{Type: chat.TypeFunction,
+				Function: chat.FunctionDef{Name: t.Name, Description: t.Description, Parameters: t.InputSchema}}
 		}
 	}
 	if tc := req.ToolChoice; tc != nil && tc.Mode != "" && len(req.Tools) > 0 {
 		switch tc.Mode {
 		case sampler.ToolChoiceTool:
-			named := namedToolChoice{Type: typeFunction}
-			named.Function.Name = tc.Name
-			cr.ToolChoice = named
+			cr.ToolChoice = &chat.ToolChoice{Mode: chat.TypeFunction, Function: tc.Name}
 		default:
 			// auto, required and none are OpenAI's own spellings.
-			cr.ToolChoice = tc.Mode
+			cr.ToolChoice = &chat.ToolChoice{Mode: tc.Mode}
 		}
 	}
 	if tc := req.ToolChoice; !tc.Parallel() && len(req.Tools) > 0 && tc.EffectiveMode() != sampler.ToolChoiceNone {
@@ -172,8 +64,11 @@ func (p *Provider) encodeRequest(req *sampler.Request) ([]byte, error) {
 		cr.ParallelToolCalls = &off
 	}
 	if len(req.Schema) > 0 {
-		cr.ResponseFormat = &responseFormat{Type: typeJSONSchema,
-			JSONSchema: jsonSchema{Name: schemaName, Schema: req.Schema, Strict: p.strict.compatible(req.Schema)}}
+		// strict is always sent, false included: a compatible server's
+		// default may differ from OpenAI's.
+		strict := p.strict.compatible(req.Schema)
+		cr.ResponseFormat = &chat.ResponseFormat{Type: chat.FormatJSONSchema,
+			JSONSchema: &chat.JSONSchema{Name: schemaName, Schema: req.Schema, Strict: &strict}}
 	}
 	body, err := json.Marshal(&cr)
 	if err != nil {
@@ -186,11 +81,11 @@ func (p *Provider) encodeRequest(req *sampler.Request) ([]byte, error) {
 // user message becomes one "tool" message per tool_result followed by a
 // user message with the other blocks, if any; an assistant message becomes
 // one assistant message with its text and tool calls.
-func (p *Provider) appendMessage(out []chatMessage, i int, m sampler.Message) ([]chatMessage, error) {
+func (p *Provider) appendMessage(out []chat.Message, i int, m sampler.Message) ([]chat.Message, error) {
 	at := func(j int) string { return fmt.Sprintf("/messages/%d/content/%d", i, j) }
 	if m.Role == sampler.RoleAssistant {
 		var texts []string
-		var calls []toolCall
+		var calls []chat.ToolCall
 		for j, c := range m.Content {
 			switch c.Type {
 			case sampler.BlockText:
@@ -200,64 +95,64 @@ func (p *Provider) appendMessage(out []chatMessage, i int, m sampler.Message) ([
 				if len(c.Input) > 0 {
 					args = string(sampler.CompactJSON(c.Input))
 				}
-				calls = append(calls, toolCall{ID: c.ID, Type: typeFunction,
-					Function: functionCall{Name: c.Name, Arguments: args}})
+				calls = append(calls, chat.ToolCall{ID: c.ID, Type: chat.TypeFunction,
+					Function: chat.FunctionCall{Name: c.Name, Arguments: args}})
 			default:
 				return nil, sampler.Invalid(at(j), "provider %s does not accept %s content in assistant messages", p.name, c.Type)
 			}
 		}
-		msg := chatMessage{Role: roleAssistant, ToolCalls: calls}
+		msg := chat.Message{Role: chat.RoleAssistant, ToolCalls: calls}
 		switch {
 		case len(calls) > 0 && strings.Join(texts, "") == "":
 			// content null: the message only calls tools.
 		case len(texts) == 0:
-			msg.Content = ""
+			msg.Content = chat.Text("")
 		case len(texts) == 1:
-			msg.Content = texts[0]
+			msg.Content = chat.Text(texts[0])
 		default:
-			msg.Content = textParts(texts)
+			msg.Content = chat.Content{Parts: textParts(texts)}
 		}
 		return append(out, msg), nil
 	}
 	if len(m.Content) == 1 && m.Content[0].Type == sampler.BlockText {
-		// The common case, without a part to build.
-		return append(out, chatMessage{Role: roleUser, Content: m.Content[0].Text}), nil
+		// The common case, without a part to build or a string to copy.
+		return append(out, chat.Message{Role: chat.RoleUser, Content: chat.Content{Text: &m.Content[0].Text}}), nil
 	}
-	var parts []contentPart
+	var parts []chat.Part
 	for j, c := range m.Content {
 		switch c.Type {
 		case sampler.BlockToolResult:
-			out = append(out, chatMessage{Role: roleTool, ToolCallID: c.ToolUseID, Content: toolResultText(c)})
+			out = append(out, chat.Message{Role: chat.RoleTool, ToolCallID: c.ToolUseID, Content: chat.Text(toolResultText(c))})
 		case sampler.BlockText:
 			text := c.Text
-			parts = append(parts, contentPart{Type: partText, Text: &text})
+			parts = append(parts, chat.Part{Type: chat.PartText, Text: &text})
 		case sampler.BlockImage:
-			parts = append(parts, contentPart{Type: partImageURL,
-				ImageURL: &imageURL{URL: "data:" + c.MIMEType + ";base64," + c.Data}})
+			parts = append(parts, chat.Part{Type: chat.PartImageURL,
+				ImageURL: &chat.ImageURL{URL: "data:" + c.MIMEType + ";base64," + c.Data}})
 		case sampler.BlockAudio:
 			format := audioFormat(c.MIMEType)
 			if format == "" {
 				return nil, sampler.Invalid(at(j), "provider %s does not accept audio of type %s", p.name, c.MIMEType)
 			}
-			parts = append(parts, contentPart{Type: partInputAudio, InputAudio: &inputAudio{Data: c.Data, Format: format}})
+			parts = append(parts, chat.Part{Type: chat.PartInputAudio, InputAudio: &chat.InputAudio{Data: c.Data, Format: format}})
 		default:
 			return nil, sampler.Invalid(at(j), "provider %s does not accept %s content in user messages", p.name, c.Type)
 		}
 	}
 	switch {
 	case len(parts) == 0:
-	case len(parts) == 1 && parts[0].Type == partText:
-		out = append(out, chatMessage{Role: roleUser, Content: *parts[0].Text})
+	case len(parts) == 1 && parts[0].Type == chat.PartText:
+		out = append(out, chat.Message{Role: chat.RoleUser, Content: chat.Text(*parts[0].Text)})
 	default:
-		out = append(out, chatMessage{Role: roleUser, Content: parts})
+		out = append(out, chat.Message{Role: chat.RoleUser, Content: chat.Content{Parts: parts}})
 	}
 	return out, nil
 }
 
-func textParts(texts []string) []contentPart {
-	parts := make([]contentPart, len(texts))
+func textParts(texts []string) []chat.Part {
+	parts := make([]chat.Part, len(texts))
 	for i := range texts {
-		parts[i] = contentPart{Type: partText, Text: &texts[i]}
+		parts[i] = chat.Part{Type: chat.PartText, Text: &texts[i]}
 	}
 	return parts
 }

@@ -9,78 +9,14 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
+	"github.com/sampled/sampled/internal/chat"
 	"github.com/sampled/sampled/internal/retry"
 	"github.com/sampled/sampled/internal/sampler"
 )
-
-// chatResponse is the body of a 200 reply to POST /chat/completions: the
-// subset of OpenAI's CreateChatCompletionResponse the adapter reads.
-type chatResponse struct {
-	Model   string       `json:"model"`
-	Choices []chatChoice `json:"choices"`
-	Usage   struct {
-		PromptTokens     int `json:"prompt_tokens"`
-		CompletionTokens int `json:"completion_tokens"`
-	} `json:"usage"`
-	// Error is the error object (or text) of a failure that some servers
-	// answer with status 200.
-	Error json.RawMessage `json:"error"`
-}
-
-// chatChoice is one choice of a reply; the adapter asks for one.
-type chatChoice struct {
-	Message struct {
-		Content   replyText  `json:"content"`
-		Refusal   string     `json:"refusal"`
-		ToolCalls []toolCall `json:"tool_calls"`
-	} `json:"message"`
-	FinishReason string `json:"finish_reason"`
-}
-
-// replyText is the content of a reply's message: a string, null, or, from
-// some compatible servers, an array of content parts whose text parts it
-// joins.
-type replyText string
-
-// UnmarshalJSON reads a string, null or an array of content parts.
-func (t *replyText) UnmarshalJSON(b []byte) error {
-	switch {
-	case len(b) > 1 && b[0] == '"' && bytes.IndexByte(b, '\\') < 0 && utf8.Valid(b):
-		// The decoder hands over a valid JSON string: without escapes
-		// (and with valid UTF-8, which decoding would replace) its text is
-		// the bytes between the quotes.
-		*t = replyText(b[1 : len(b)-1])
-	case len(b) > 0 && b[0] == '"':
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
-			return err
-		}
-		*t = replyText(s)
-	case len(b) > 0 && b[0] == '[':
-		var parts []struct {
-			Type string `json:"type"`
-			Text string `json:"text"`
-		}
-		if err := json.Unmarshal(b, &parts); err != nil {
-			return err
-		}
-		var sb strings.Builder
-		for _, part := range parts {
-			if part.Type == partText {
-				sb.WriteString(part.Text)
-			}
-		}
-		*t = replyText(sb.String())
-	case string(b) == "null":
-	default:
-		return fmt.Errorf("message content is neither a string nor an array: %.20s", b)
-	}
-	return nil
-}
 
 // errorReply is the body of an error reply in OpenAI's documented shape,
 // {"error": {"message", "type", "param", "code"}}.
@@ -126,7 +62,7 @@ const invalidArgumentsKey = "_invalid_arguments"
 
 // decodeResponse maps the first choice of a chat completion to a
 // sampler.Response; status is the reply's HTTP status.
-func (p *Provider) decodeResponse(status int, resp *chatResponse) (*sampler.Response, error) {
+func (p *Provider) decodeResponse(status int, resp *chat.Response) (*sampler.Response, error) {
 	if len(resp.Choices) == 0 {
 		msg := "the reply has no choices"
 		if e := replyError(resp.Error); e != "" {
@@ -137,12 +73,12 @@ func (p *Provider) decodeResponse(status int, resp *chatResponse) (*sampler.Resp
 	choice := &resp.Choices[0]
 	msg := &choice.Message
 	var content []sampler.Content
-	if msg.Content != "" {
-		content = append(content, sampler.TextBlock(string(msg.Content)))
+	if text := msg.Content.String(); text != "" {
+		content = append(content, sampler.TextBlock(text))
 	}
 	stop := stopReason(choice.FinishReason)
-	if msg.Refusal != "" {
-		content = append(content, sampler.TextBlock(msg.Refusal))
+	if msg.Refusal != nil && *msg.Refusal != "" {
+		content = append(content, sampler.TextBlock(*msg.Refusal))
 		stop = sampler.StopRefusal
 	}
 	for i, call := range msg.ToolCalls {
@@ -150,7 +86,7 @@ func (p *Provider) decodeResponse(status int, resp *chatResponse) (*sampler.Resp
 		if id == "" {
 			// Some compatible servers leave ids out; MCP needs one to pair
 			// the tool_result with.
-			id = fmt.Sprintf("call_%d", i)
+			id = fallbackCallID(i)
 		}
 		content = append(content, sampler.Content{Type: sampler.BlockToolUse, ID: id, Name: call.Function.Name,
 			Input: toolInput(call.Function.Arguments)})
@@ -159,25 +95,27 @@ func (p *Provider) decodeResponse(status int, resp *chatResponse) (*sampler.Resp
 		// Compatible servers (older Ollama) finish tool calls with "stop".
 		stop = sampler.StopToolUse
 	}
-	return &sampler.Response{
-		Model:      resp.Model,
-		Content:    content,
-		StopReason: stop,
-		Usage:      sampler.Usage{InputTokens: resp.Usage.PromptTokens, OutputTokens: resp.Usage.CompletionTokens},
-	}, nil
+	out := &sampler.Response{Model: resp.Model, Content: content, StopReason: stop}
+	if u := resp.Usage; u != nil {
+		out.Usage = sampler.Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
+	}
+	return out, nil
 }
+
+// fallbackCallID is the id of call i of an answer that gave it none.
+func fallbackCallID(i int) string { return "call_" + strconv.Itoa(i) }
 
 // stopReason maps OpenAI's finish_reason to MCP's stopReason; unknown
 // reasons pass through unchanged.
 func stopReason(r string) string {
 	switch r {
-	case "stop":
+	case chat.FinishStop:
 		return sampler.StopEndTurn
-	case "length":
+	case chat.FinishLength:
 		return sampler.StopMaxTokens
-	case "tool_calls", "function_call":
+	case chat.FinishToolCalls, chat.FinishFunctionCall:
 		return sampler.StopToolUse
-	case "content_filter":
+	case chat.FinishContentFilter:
 		return sampler.StopRefusal
 	}
 	return r
