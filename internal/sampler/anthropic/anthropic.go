@@ -2,7 +2,9 @@
 // built on github.com/anthropics/anthropic-sdk-go.
 //
 // It maps a sampler.Request to one POST /v1/messages call and the answer
-// back to a sampler.Response. It never retries: the SDK's own retries are
+// back to a sampler.Response: whole (Sample), or streamed as server-sent
+// events whose fragments are handed on as they arrive and accumulated into
+// the same Response (Stream). It never retries: the SDK's own retries are
 // off, and every failure is returned as a *sampler.UpstreamError for the
 // Service's retry policy to judge.
 //
@@ -30,10 +32,10 @@ const DefaultName = "anthropic"
 // HTTP client a Provider builds when Options.HTTPClient is nil.
 const DefaultResponseHeaderTimeout = 60 * time.Second
 
-// requestTimeout bounds one call. The caller's context usually ends first;
-// the bound is given to the SDK explicitly because without one it refuses,
-// on its own, non-streaming calls whose max_tokens suggests they may take
-// longer than ten minutes.
+// requestTimeout bounds one call, a streamed one to its last event. The
+// caller's context usually ends first; the bound is given to the SDK
+// explicitly because without one it refuses, on its own, non-streaming
+// calls whose max_tokens suggests they may take longer than ten minutes.
 const requestTimeout = 10 * time.Minute
 
 // Options configure a Provider. The zero value of each field means its

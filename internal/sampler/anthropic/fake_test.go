@@ -37,6 +37,12 @@ type reply struct {
 	header map[string]string
 	// block makes the handler answer nothing until the client goes away.
 	block bool
+	// stream says the request must ask for a stream ("stream": true); a
+	// file ending in .sse is sent as text/event-stream, event by event.
+	stream bool
+	// hold keeps the stream open once its events are sent, until the
+	// client goes away.
+	hold bool
 }
 
 // seen is one request the fake received.
@@ -84,6 +90,13 @@ func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	f.replies = f.replies[1:]
 	f.mu.Unlock()
 
+	var head struct {
+		Stream bool `json:"stream"`
+	}
+	if err := json.Unmarshal(body, &head); err != nil || head.Stream != rep.stream {
+		f.t.Errorf("fake: request %s has stream %v, want %v", body, head.Stream, rep.stream)
+	}
+
 	if rep.block {
 		f.arrived <- struct{}{}
 		<-r.Context().Done()
@@ -98,6 +111,10 @@ func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	out = bytes.ReplaceAll(out, []byte("$API_KEY"), []byte(r.Header.Get("X-Api-Key")))
+	if strings.HasSuffix(rep.file, ".sse") {
+		f.replay(w, r, rep, out)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Request-Id", "req_fake")
 	for k, v := range rep.header {
@@ -109,6 +126,30 @@ func (f *fake) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(status)
 	_, _ = w.Write(out)
+}
+
+// replay sends a recorded stream as a server does: each event as it
+// comes, flushed. With hold set the stream stays open afterwards until the
+// client goes away.
+func (f *fake) replay(w http.ResponseWriter, r *http.Request, rep reply, out []byte) {
+	w.Header().Set("Content-Type", "text/event-stream; charset=utf-8")
+	w.Header().Set("Cache-Control", "no-cache")
+	w.Header().Set("Request-Id", "req_fake")
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	for event := range strings.SplitAfterSeq(string(out), "\n\n") {
+		if _, err := io.WriteString(w, event); err != nil {
+			return
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	if rep.hold {
+		f.arrived <- struct{}{}
+		<-r.Context().Done()
+		f.gone <- struct{}{}
+	}
 }
 
 // requests returns what the fake received so far.
