@@ -89,6 +89,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		DefaultMaxTokens: pc.Server.DefaultMaxTokens,
 		CallTimeout:      time.Duration(pc.CallTimeout),
 		RequestTimeout:   time.Duration(pc.RequestTimeout),
+		IdleTimeout:      time.Duration(pc.StreamIdleTimeout),
 	}
 	svc, err := sampler.New(sopts)
 	if err != nil {

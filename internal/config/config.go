@@ -48,6 +48,9 @@ type Config struct {
 	// RequestTimeout bounds a whole sampling request, retries and
 	// fallbacks included; 0 means 5 min.
 	RequestTimeout Duration `yaml:"requestTimeout"`
+	// StreamIdleTimeout bounds the wait for each fragment of a streamed
+	// upstream call; 0 means 60 s.
+	StreamIdleTimeout Duration `yaml:"streamIdleTimeout"`
 	// ResponseHeaderTimeout bounds the wait for an upstream's response
 	// headers; 0 means the provider's default.
 	ResponseHeaderTimeout Duration `yaml:"responseHeaderTimeout"`
@@ -426,7 +429,7 @@ func load(path string, getenv func(string) string, readFile func(string) ([]byte
 	for _, e := range []struct {
 		name string
 		dst  *Duration
-	}{{"SAMPLED_CALL_TIMEOUT", &c.CallTimeout}, {"SAMPLED_REQUEST_TIMEOUT", &c.RequestTimeout}} {
+	}{{"SAMPLED_CALL_TIMEOUT", &c.CallTimeout}, {"SAMPLED_REQUEST_TIMEOUT", &c.RequestTimeout}, {"SAMPLED_STREAM_IDLE_TIMEOUT", &c.StreamIdleTimeout}} {
 		if v := getenv(e.name); v != "" {
 			d, err := time.ParseDuration(v)
 			if err != nil || d <= 0 {

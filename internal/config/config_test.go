@@ -36,9 +36,9 @@ func ids(c *Config) []string {
 }
 
 func TestTimeoutsFromEnv(t *testing.T) {
-	c, err := Load(env(map[string]string{"SAMPLED_CALL_TIMEOUT": "45s", "SAMPLED_REQUEST_TIMEOUT": "2m"}), nil)
-	if err != nil || time.Duration(c.CallTimeout) != 45*time.Second || time.Duration(c.RequestTimeout) != 2*time.Minute {
-		t.Fatalf("CallTimeout, RequestTimeout = %v, %v, %v; want 45s, 2m", time.Duration(c.CallTimeout), time.Duration(c.RequestTimeout), err)
+	c, err := Load(env(map[string]string{"SAMPLED_CALL_TIMEOUT": "45s", "SAMPLED_REQUEST_TIMEOUT": "2m", "SAMPLED_STREAM_IDLE_TIMEOUT": "20s"}), nil)
+	if err != nil || time.Duration(c.CallTimeout) != 45*time.Second || time.Duration(c.RequestTimeout) != 2*time.Minute || time.Duration(c.StreamIdleTimeout) != 20*time.Second {
+		t.Fatalf("CallTimeout, RequestTimeout, StreamIdleTimeout = %v, %v, %v, %v; want 45s, 2m, 20s", time.Duration(c.CallTimeout), time.Duration(c.RequestTimeout), time.Duration(c.StreamIdleTimeout), err)
 	}
 }
 

@@ -283,6 +283,7 @@ func drive(t *testing.T, base string) {
 	schema := `{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`
 	reqs := []struct{ path, body string }{
 		{"/v1/sample", `{"prompt":"hello","model":"offline/default"}`},
+		{"/v1/sample", `{"prompt":"hello, streamed","model":"offline/default","stream":true}`},
 		{"/v1/sample", `{"prompt":"a person","model":"offline/default","schema":` + schema + `}`},
 		{"/v1/sample", `{"prompt":"weather","model":"offline/default","tools":[` + tool + `]}`},
 		{"/v1/sample/schema", `{"prompt":"a person","model":"offline/flaky","schema":` + schema + `}`},
