@@ -15,7 +15,7 @@ import (
 // the ones that show an error on purpose.
 func TestReadmeExamples(t *testing.T) {
 	// The sections whose shell examples run against a fresh service.
-	readmeSections := []string{"## Try it", "### A retry, seen happening", "### MCP-shaped endpoint",
+	readmeSections := []string{"## Try it", "### A retry, seen happening", "### Streaming", "### MCP-shaped endpoint",
 		"### Service endpoints", "## Tool loops", "## Errors"}
 	bash, err := exec.LookPath("bash")
 	if err != nil {
