@@ -109,6 +109,13 @@ func errorFrom(resp *http.Response) error {
 	if mt != "application/problem+json" && mt != "application/json" {
 		return p
 	}
+	return problemFrom(p, body)
+}
+
+// problemFrom reads body, a problem document, into p, and returns p, or a
+// *ValidationError when the problem says a guaranteed helper ran out of
+// attempts. A p without a status takes the document's.
+func problemFrom(p *Problem, body []byte) error {
 	var members map[string]json.RawMessage
 	if json.Unmarshal(body, &members) != nil {
 		return p
@@ -127,6 +134,9 @@ func errorFrom(resp *http.Response) error {
 	if std.Type != "" {
 		p.Type = std.Type
 	}
+	if p.Status == 0 {
+		p.Status = std.Status
+	}
 	if std.Title != "" {
 		p.Title = std.Title
 	}
@@ -137,7 +147,7 @@ func errorFrom(resp *http.Response) error {
 	if len(members) > 0 {
 		p.Extensions = members
 	}
-	if resp.StatusCode != http.StatusUnprocessableEntity || !strings.HasSuffix(p.Type, validationSuffix) {
+	if p.Status != http.StatusUnprocessableEntity || !strings.HasSuffix(p.Type, validationSuffix) {
 		return p
 	}
 	var ext struct {
