@@ -1,6 +1,7 @@
 package ollama
 
 import (
+	"bytes"
 	"encoding/json"
 	"flag"
 	"io"
@@ -8,6 +9,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -25,13 +27,23 @@ type reply struct {
 	file       string
 	body       string
 	retryAfter string
+	// stream says the request must ask for a stream ("stream": true); a
+	// file ending in .ndjson is sent as application/x-ndjson, line by line.
+	stream bool
+	// hold keeps the stream open once its lines are sent, until the client
+	// goes away.
+	hold bool
 }
 
 // fakeOllama is an httptest Ollama that answers POST /api/chat with canned
 // replies, in order, and records the request bodies.
 type fakeOllama struct {
-	t       *testing.T
-	srv     *httptest.Server
+	t   *testing.T
+	srv *httptest.Server
+	// arrived receives a value when a held stream has sent its lines;
+	// gone when the fake then saw the client go away.
+	arrived, gone chan struct{}
+
 	mu      sync.Mutex
 	replies []reply
 	bodies  [][]byte
@@ -39,7 +51,7 @@ type fakeOllama struct {
 
 func newFake(t *testing.T, replies ...reply) *fakeOllama {
 	t.Helper()
-	f := &fakeOllama{t: t, replies: replies}
+	f := &fakeOllama{t: t, replies: replies, arrived: make(chan struct{}, 1), gone: make(chan struct{}, 1)}
 	f.srv = httptest.NewServer(http.HandlerFunc(f.serve))
 	t.Cleanup(f.srv.Close)
 	return f
@@ -62,8 +74,8 @@ func (f *fakeOllama) serve(w http.ResponseWriter, r *http.Request) {
 	var head struct {
 		Stream *bool `json:"stream"`
 	}
-	if err := json.Unmarshal(body, &head); err != nil || head.Stream == nil || *head.Stream {
-		f.t.Errorf("fake ollama: body must be JSON with stream:false, got %s", body)
+	if err := json.Unmarshal(body, &head); err != nil || head.Stream == nil {
+		f.t.Errorf("fake ollama: body must be JSON with stream, got %s", body)
 	}
 	f.mu.Lock()
 	f.bodies = append(f.bodies, body)
@@ -76,10 +88,17 @@ func (f *fakeOllama) serve(w http.ResponseWriter, r *http.Request) {
 	rep := f.replies[0]
 	f.replies = f.replies[1:]
 	f.mu.Unlock()
+	if head.Stream != nil && *head.Stream != rep.stream {
+		f.t.Errorf("fake ollama: request has stream:%v, want %v", *head.Stream, rep.stream)
+	}
 
 	data := []byte(rep.body)
 	if rep.file != "" {
 		data = readReply(f.t, rep.file)
+	}
+	if strings.HasSuffix(rep.file, ".ndjson") {
+		f.replay(w, r, rep, data)
+		return
 	}
 	w.Header().Set("Content-Type", "application/json; charset=utf-8")
 	if rep.retryAfter != "" {
@@ -91,6 +110,31 @@ func (f *fakeOllama) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	w.WriteHeader(status)
 	_, _ = w.Write(data)
+}
+
+// replay sends a recorded stream as Ollama does: each line as it comes,
+// flushed. With hold set the stream stays open afterwards until the client
+// goes away.
+func (f *fakeOllama) replay(w http.ResponseWriter, r *http.Request, rep reply, data []byte) {
+	if r.Header.Get("Accept") != "application/x-ndjson" {
+		f.t.Errorf("fake ollama: a stream asked with Accept %q", r.Header.Get("Accept"))
+	}
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	for line := range bytes.Lines(data) {
+		if _, err := w.Write(line); err != nil {
+			return
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	if rep.hold {
+		f.arrived <- struct{}{}
+		<-r.Context().Done()
+		f.gone <- struct{}{}
+	}
 }
 
 // requests returns the bodies received so far.

@@ -1,6 +1,8 @@
 // Package ollama is sampled's provider for Ollama's native chat API
-// (POST /api/chat, non-streamed), spoken over net/http without a client
-// library.
+// (POST /api/chat), spoken over net/http without a client library. Sample
+// asks for the whole answer ("stream": false); Stream asks for a stream
+// ("stream": true), reads its NDJSON lines as they arrive, hands each
+// fragment on and returns the same Response Sample would.
 //
 // Ollama has no tool choice, so the provider emulates it: "none" sends no
 // tools, {mode:"tool", name} sends only the named tool, "auto" and
@@ -56,8 +58,11 @@ type Options struct {
 	// given client is used as it is and ResponseHeaderTimeout is ignored.
 	HTTPClient *http.Client
 	// ResponseHeaderTimeout bounds the wait for the response headers of
-	// the provider's own client; 0 means 120s. Answers are not streamed, so
-	// it bounds the whole generation, including the loading of a model.
+	// the provider's own client; 0 means 120s. Sample's answers are not
+	// streamed, so for Sample it bounds the whole generation, including the
+	// loading of a model. For Stream it bounds the wait for the stream's
+	// first line (the model loaded, the prompt read); the Service bounds
+	// the wait for each fragment after that with its idle timeout.
 	ResponseHeaderTimeout time.Duration
 }
 
@@ -100,32 +105,11 @@ func (p *Provider) Name() string { return p.name }
 // *sampler.InvalidError; a failed call is a *sampler.UpstreamError, whose
 // chain holds context.Canceled when ctx was cancelled.
 func (p *Provider) Sample(ctx context.Context, req *sampler.Request) (*sampler.Response, error) {
-	if req == nil {
-		return nil, errors.New("ollama: nil request")
-	}
-	wire, err := buildRequest(req)
+	resp, err := p.post(ctx, req, false)
 	if err != nil {
 		return nil, err
 	}
-	body, err := json.Marshal(wire)
-	if err != nil {
-		return nil, fmt.Errorf("ollama: encode request: %w", err)
-	}
-	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, p.endpoint, bytes.NewReader(body))
-	if err != nil {
-		return nil, fmt.Errorf("ollama: %w", err)
-	}
-	hreq.Header.Set("Content-Type", "application/json")
-	hreq.Header.Set("Accept", "application/json")
-
-	resp, err := p.client.Do(hreq)
-	if err != nil {
-		return nil, p.transportError(ctx, err)
-	}
 	defer resp.Body.Close()
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return nil, p.statusError(resp)
-	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxSuccessBody+1))
 	if errors.Is(err, sampler.ErrReplyTooLarge) {
 		// An answer, too large: not a connection failure to retry.
@@ -148,6 +132,45 @@ func (p *Provider) Sample(ctx context.Context, req *sampler.Request) (*sampler.R
 			Message: truncate(cr.Error)}
 	}
 	return toResponse(&cr), nil
+}
+
+// post sends req to /api/chat, streamed or not, and returns the reply when
+// its status is a success; the caller closes its body. A request Ollama
+// cannot express is a *sampler.InvalidError, a failed call or an error
+// status a *sampler.UpstreamError.
+func (p *Provider) post(ctx context.Context, req *sampler.Request, stream bool) (*http.Response, error) {
+	if req == nil {
+		return nil, errors.New("ollama: nil request")
+	}
+	wire, err := buildRequest(req)
+	if err != nil {
+		return nil, err
+	}
+	wire.Stream = stream
+	body, err := json.Marshal(wire)
+	if err != nil {
+		return nil, fmt.Errorf("ollama: encode request: %w", err)
+	}
+	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, p.endpoint, bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("ollama: %w", err)
+	}
+	hreq.Header.Set("Content-Type", "application/json")
+	if stream {
+		hreq.Header.Set("Accept", "application/x-ndjson")
+	} else {
+		hreq.Header.Set("Accept", "application/json")
+	}
+
+	resp, err := p.client.Do(hreq)
+	if err != nil {
+		return nil, p.transportError(ctx, err)
+	}
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		defer resp.Body.Close()
+		return nil, p.statusError(resp)
+	}
+	return resp, nil
 }
 
 // transportError classifies a failure to get or read a response: the
