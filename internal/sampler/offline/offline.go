@@ -17,6 +17,12 @@
 // a retry carries flaky's broken answer followed by a corrective user turn.
 // A fourth model, "slow", answers as "default" does after SlowDelay, so
 // that a loop runs long enough to be watched and cancelled.
+//
+// Stream gives the answer Sample gives, in fragments as a model's stream
+// would carry it: text a few words at a time, JSON text and tool-call
+// arguments a few bytes at a time, StreamPause apart. "slow" spreads
+// SlowDelay over its fragments, at least SlowStreamPause apart, so that a
+// client sees them arrive one by one.
 package offline
 
 import (
@@ -51,7 +57,8 @@ const maxQuote = 200
 // Provider is the offline provider. Create it with New.
 type Provider struct {
 	schemas *sampler.SchemaCache
-	// after is the clock the slow model waits on (time.After).
+	// after is the clock the slow model and the pauses of a stream wait
+	// on (time.After).
 	after func(time.Duration) <-chan time.Time
 }
 
@@ -83,18 +90,46 @@ func (p *Provider) Sample(ctx context.Context, req *sampler.Request) (*sampler.R
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	model, err := modelOf(req)
+	if err != nil {
+		return nil, err
+	}
+	if model == ModelSlow {
+		if err := p.pause(ctx, SlowDelay); err != nil {
+			return nil, err
+		}
+	}
+	return p.answer(ctx, req, model)
+}
+
+// modelOf returns the model req asks for: "default" when it names none, an
+// error when it names one the provider does not serve.
+func modelOf(req *sampler.Request) (string, error) {
 	model := cmp.Or(req.Model, ModelDefault)
 	switch model {
-	case ModelDefault, ModelFlaky, ModelBroken:
-	case ModelSlow:
-		select {
-		case <-p.after(SlowDelay):
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
+	case ModelDefault, ModelFlaky, ModelBroken, ModelSlow:
+		return model, nil
 	default:
-		return nil, fmt.Errorf("offline: unknown model %q", model)
+		return "", fmt.Errorf("offline: unknown model %q", model)
 	}
+}
+
+// pause waits d on the provider's clock, or until ctx is done, when it
+// returns ctx.Err(); a done ctx wins over a clock that has fired too.
+func (p *Provider) pause(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	select {
+	case <-p.after(d):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// answer is model's answer to req, at once.
+func (p *Provider) answer(ctx context.Context, req *sampler.Request, model string) (*sampler.Response, error) {
 	var (
 		content []sampler.Content
 		stop    string
