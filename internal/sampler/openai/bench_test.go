@@ -74,6 +74,38 @@ func benchUpstream(b *testing.B, reply string) string {
 	return srv.URL
 }
 
+// BenchmarkStream measures one Stream call against an upstream that sends
+// a recorded stream of 258 small chunks (256 fragments of text) at once:
+// encoding, the HTTP exchange over loopback, reading the events, decoding
+// each chunk and emitting its fragment, and mapping the answer.
+func BenchmarkStream(b *testing.B) {
+	out := readTestdata(b, "streams/long_text.sse")
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.Header().Set("Content-Type", "text/event-stream")
+		_, _ = w.Write(out)
+	}))
+	b.Cleanup(srv.Close)
+	p := New(Options{BaseURL: srv.URL, APIKey: testKey})
+	req := &sampler.Request{Model: "gpt-4.1-mini", SystemPrompt: "You are a helpful assistant.",
+		Messages: []sampler.Message{userText("Tell me a story.")}, MaxTokens: 256}
+	ctx := context.Background()
+	fragments := 0
+	emit := func(sampler.Delta) { fragments++ }
+	if _, err := p.Stream(ctx, req, emit); err != nil {
+		b.Fatalf("Stream: %v", err)
+	}
+	if fragments != 256 {
+		b.Fatalf("Stream emitted %d fragments, want 256", fragments)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := p.Stream(ctx, req, emit); err != nil {
+			b.Fatalf("Stream: %v", err)
+		}
+	}
+}
+
 // BenchmarkSampleParallel runs text Sample calls from 32 goroutines per
 // CPU (64 on two cores), as a gateway under load does: it measures what
 // connection reuse and contention cost on top of one call.

@@ -2,15 +2,18 @@ package openai
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/sampled/sampled/internal/chat"
+	"github.com/sampled/sampled/internal/sampler"
 )
 
 // fuzzKey is the API key of the fuzzed provider; replies may echo it and
@@ -69,6 +72,74 @@ func FuzzChatResponse(f *testing.F) {
 			Body: io.NopCloser(bytes.NewReader(in))})
 		if msg := err.Error(); strings.Contains(msg, fuzzKey) || len(msg) > maxErrorBytes+1024 {
 			t.Fatalf("status error holds the key or is too long: %q", msg)
+		}
+	})
+}
+
+// FuzzStream reads bodies of streamed replies as Stream does, seeded with
+// the recorded streams. Whatever comes, the fragments of text and of each
+// call's arguments must make the answer's text and calls, each fragment
+// must name its call, and no error may hold the API key.
+func FuzzStream(f *testing.F) {
+	files, err := filepath.Glob(filepath.Join("testdata", "openai", "streams", "*.sse"))
+	if err != nil || len(files) == 0 {
+		f.Fatalf("no recorded streams: %v", err)
+	}
+	for _, file := range files {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte("data: {\"choices\":[{\"delta\":{\"tool_calls\":[{\"index\":3,\"function\":{\"arguments\":\"[\"}},{\"index\":0,\"id\":\"a\"}]}}]}\r\n\r\ndata: {\"error\":\"" + fuzzKey + "\"}\n\n"))
+	p := New(Options{APIKey: fuzzKey, BaseURL: "http://127.0.0.1:0"})
+	f.Fuzz(func(t *testing.T, in []byte) {
+		var text strings.Builder
+		args := map[int]string{}
+		names := map[int][2]string{}
+		emit := func(d sampler.Delta) {
+			text.WriteString(d.Text)
+			if tc := d.ToolCall; tc != nil {
+				args[tc.Index] += tc.Arguments
+				if n, ok := names[tc.Index]; ok && n != [2]string{tc.ID, tc.Name} && n[0] != "call_"+strconv.Itoa(tc.Index) {
+					t.Fatalf("call %d named %v, then %q %q", tc.Index, n, tc.ID, tc.Name)
+				}
+				names[tc.Index] = [2]string{tc.ID, tc.Name}
+			}
+		}
+		r := p.eventReader(bytes.NewReader(in))
+		defer p.releaseEventReader(r)
+		resp, err := p.readStream(context.Background(), http.StatusOK, r, emit, func() {})
+		if err != nil {
+			if strings.Contains(err.Error(), fuzzKey) {
+				t.Fatalf("error holds the key: %v", err)
+			}
+			return
+		}
+		var got strings.Builder
+		calls := 0
+		for _, c := range resp.Content {
+			switch c.Type {
+			case sampler.BlockText:
+				got.WriteString(c.Text)
+			case sampler.BlockToolUse:
+				if a := toolInput(args[calls]); !bytes.Equal(a, c.Input) {
+					t.Fatalf("call %d: fragments make %s, the answer has %s", calls, a, c.Input)
+				}
+				if n := names[calls]; n[1] != c.Name {
+					t.Fatalf("call %d: fragments name %q, the answer %q", calls, n[1], c.Name)
+				}
+				calls++
+			}
+		}
+		if calls != len(args) {
+			t.Fatalf("fragments of %d calls, the answer has %d", len(args), calls)
+		}
+		// Text and refusal fragments may interleave; the answer holds the
+		// text, then the refusal.
+		if got.Len() != text.Len() {
+			t.Fatalf("fragments make %d bytes of text, the answer %d", text.Len(), got.Len())
 		}
 	})
 }

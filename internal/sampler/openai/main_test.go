@@ -42,6 +42,13 @@ type reply struct {
 	// hang holds the request open, without an answer, until the client
 	// goes away.
 	hang bool
+	// stream marks a body that is an event stream: it is sent as
+	// text/event-stream and its chunks are checked by
+	// TestStreamRecordings, not as a whole reply.
+	stream bool
+	// hold keeps the reply open after its body until the client goes
+	// away, as a stream whose next chunk is slow to come.
+	hold bool
 }
 
 // request is one request the fake upstream received.
@@ -53,8 +60,9 @@ type request struct {
 
 // fakeUpstream is an httptest OpenAI that answers POST .../chat/completions
 // with canned replies, in order, records the requests and validates every
-// request body against CreateChatCompletionRequest and every 200 reply
-// against CreateChatCompletionResponse.
+// request body against CreateChatCompletionRequest and every whole 200
+// reply against CreateChatCompletionResponse (TestStreamRecordings checks
+// the chunks of streamed ones).
 type fakeUpstream struct {
 	t   *testing.T
 	srv *httptest.Server
@@ -109,12 +117,7 @@ func (f *fakeUpstream) serve(w http.ResponseWriter, r *http.Request) {
 
 	if rep.hang {
 		f.arrived <- struct{}{}
-		select {
-		case <-r.Context().Done():
-			f.gone <- struct{}{}
-		case <-f.stop:
-			f.t.Errorf("fake upstream: the client never left a hanging request")
-		}
+		f.waitGone(r)
 		return
 	}
 	out := []byte(rep.body)
@@ -128,17 +131,36 @@ func (f *fakeUpstream) serve(w http.ResponseWriter, r *http.Request) {
 	if status == 0 {
 		status = http.StatusOK
 	}
-	if status == http.StatusOK && !rep.compat {
+	if status == http.StatusOK && !rep.compat && !rep.stream {
 		checkSpec(f.t, "CreateChatCompletionResponse", out)
 	}
 	for k, v := range rep.header {
 		w.Header().Set(k, v)
 	}
 	if w.Header().Get("Content-Type") == "" {
-		w.Header().Set("Content-Type", "application/json")
+		if rep.stream {
+			w.Header().Set("Content-Type", "text/event-stream")
+		} else {
+			w.Header().Set("Content-Type", "application/json")
+		}
 	}
 	w.WriteHeader(status)
 	_, _ = w.Write(out)
+	if rep.hold {
+		_ = http.NewResponseController(w).Flush()
+		f.arrived <- struct{}{}
+		f.waitGone(r)
+	}
+}
+
+// waitGone holds a request until its client goes away.
+func (f *fakeUpstream) waitGone(r *http.Request) {
+	select {
+	case <-r.Context().Done():
+		f.gone <- struct{}{}
+	case <-f.stop:
+		f.t.Errorf("fake upstream: the client never left a request held open")
+	}
 }
 
 // bodies returns the request bodies received so far.

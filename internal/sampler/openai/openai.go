@@ -1,9 +1,12 @@
 // Package openai is the sampler.Provider for OpenAI's Chat Completions API
 // and every server that speaks it (vLLM, llama.cpp, LM Studio, Ollama's /v1).
 //
-// It maps a sampler.Request to one non-streaming POST /chat/completions and
-// the reply back to a sampler.Response. It never retries: every upstream
-// failure is returned as a *sampler.UpstreamError and the Service decides.
+// Sample maps a sampler.Request to one POST /chat/completions and the whole
+// reply back to a sampler.Response. Stream (sampler.Streamer) sends the same
+// request with "stream": true, reads the reply's server-sent events, hands
+// each fragment on as it arrives, and returns the Response Sample would
+// have. It never retries: every upstream failure is returned as a
+// *sampler.UpstreamError and the Service decides.
 //
 // It speaks the API over net/http with the wire types of internal/chat,
 // which the /openai/v1 facade shares; the tests check what it sends and
@@ -85,6 +88,8 @@ type Provider struct {
 	strict *strictCache
 	// buffers holds *bytes.Buffer that replies are read into.
 	buffers sync.Pool
+	// readers holds the *eventReader of streamed replies.
+	readers sync.Pool
 }
 
 var _ sampler.Provider = (*Provider)(nil)
@@ -125,17 +130,29 @@ func (p *Provider) Sample(ctx context.Context, req *sampler.Request) (*sampler.R
 	if req == nil {
 		return nil, errors.New("openai: nil request")
 	}
-	body, err := p.encodeRequest(req)
+	body, err := p.encodeRequest(req, false)
 	if err != nil {
 		return nil, err
 	}
+	resp, err := p.post(ctx, body, jsonMediaType)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	return p.readWhole(ctx, resp)
+}
+
+// post sends body to the endpoint, asking for the media type accept, and
+// returns the reply when its status is 2xx; the caller closes its body.
+// Failures are *sampler.UpstreamError.
+func (p *Provider) post(ctx context.Context, body []byte, accept []string) (*http.Response, error) {
 	hreq, err := http.NewRequestWithContext(ctx, http.MethodPost, p.endpoint, bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("openai: %w", err)
 	}
 	// Header values are shared read-only slices: one map per request.
 	hreq.Header["Content-Type"] = jsonMediaType
-	hreq.Header["Accept"] = jsonMediaType
+	hreq.Header["Accept"] = accept
 	if p.authorization != nil {
 		hreq.Header["Authorization"] = []string{*p.authorization}
 	}
@@ -143,11 +160,15 @@ func (p *Provider) Sample(ctx context.Context, req *sampler.Request) (*sampler.R
 	if err != nil {
 		return nil, p.transportError(ctx, err)
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		defer resp.Body.Close()
 		return nil, p.statusError(resp)
 	}
+	return resp, nil
+}
 
+// readWhole reads a 2xx reply that holds the whole answer and maps it.
+func (p *Provider) readWhole(ctx context.Context, resp *http.Response) (*sampler.Response, error) {
 	buf := p.buffer()
 	defer p.release(buf)
 	if err := readReply(buf, resp); err != nil {

@@ -15,9 +15,13 @@ import (
 // schemaName names the response format; OpenAI requires a name.
 const schemaName = "response"
 
-// encodeRequest returns the JSON body for req, or a *sampler.InvalidError
-// for content the Chat Completions API cannot carry.
-func (p *Provider) encodeRequest(req *sampler.Request) ([]byte, error) {
+// includeUsage is the stream_options of every streamed request; requests
+// share it and nothing modifies it.
+var includeUsage = chat.StreamOptions{IncludeUsage: true}
+
+// encodeRequest returns the JSON body for req, streamed or not, or a
+// *sampler.InvalidError for content the Chat Completions API cannot carry.
+func (p *Provider) encodeRequest(req *sampler.Request, stream bool) ([]byte, error) {
 	cr := chat.Request{
 		Model: req.Model,
 		// One message per message, and the system prompt; tool results
@@ -69,6 +73,12 @@ func (p *Provider) encodeRequest(req *sampler.Request) ([]byte, error) {
 		strict := p.strict.compatible(req.Schema)
 		cr.ResponseFormat = &chat.ResponseFormat{Type: chat.FormatJSONSchema,
 			JSONSchema: &chat.JSONSchema{Name: schemaName, Schema: req.Schema, Strict: &strict}}
+	}
+	if stream {
+		// The last chunk then carries the usage, which Sample reads from
+		// the whole reply.
+		cr.Stream = true
+		cr.StreamOptions = &includeUsage
 	}
 	body, err := json.Marshal(&cr)
 	if err != nil {

@@ -21,14 +21,18 @@ import (
 // errorReply is the body of an error reply in OpenAI's documented shape,
 // {"error": {"message", "type", "param", "code"}}.
 type errorReply struct {
-	Error *struct {
-		// Message is a string; some servers send an array of strings.
-		Message json.RawMessage `json:"message"`
-		Type    string          `json:"type"`
-		Param   *string         `json:"param"`
-		// Code is a string, a number or null.
-		Code json.RawMessage `json:"code"`
-	} `json:"error"`
+	Error *errorObject `json:"error"`
+}
+
+// errorObject is the error of an error reply, or of a stream chunk, as
+// OpenAI and compatible servers write it.
+type errorObject struct {
+	// Message is a string; some servers send an array of strings.
+	Message json.RawMessage `json:"message"`
+	Type    string          `json:"type"`
+	Param   *string         `json:"param"`
+	// Code is a string, a number or null.
+	Code json.RawMessage `json:"code"`
 }
 
 // APIError is the error object of an OpenAI error reply, with the API key
@@ -61,7 +65,9 @@ func (e *APIError) Error() string {
 const invalidArgumentsKey = "_invalid_arguments"
 
 // decodeResponse maps the first choice of a chat completion to a
-// sampler.Response; status is the reply's HTTP status.
+// sampler.Response; status is the reply's HTTP status. Stream assembles
+// its chunks into a chat.Response and maps it here too, so that a streamed
+// answer and a whole one give equal Responses.
 func (p *Provider) decodeResponse(status int, resp *chat.Response) (*sampler.Response, error) {
 	if len(resp.Choices) == 0 {
 		msg := "the reply has no choices"
@@ -173,17 +179,22 @@ func (p *Provider) statusError(resp *http.Response) error {
 		ue.Message = p.bodyMessage(resp.StatusCode, []byte(p.redact.String(string(body))))
 		return ue
 	}
-	e := er.Error
-	ae := &APIError{Message: p.redact.String(errorMessage(e.Message)), Type: p.redact.String(e.Type),
-		Code: p.redact.String(jsonScalar(e.Code))}
-	if e.Param != nil {
-		ae.Param = p.redact.String(*e.Param)
-	}
+	ae := p.apiError(er.Error)
 	ue.Message, ue.Err = ae.Message, ae
 	if ue.Message == "" {
 		ue.Message = http.StatusText(resp.StatusCode)
 	}
 	return ue
+}
+
+// apiError returns e with the API key removed from its texts.
+func (p *Provider) apiError(e *errorObject) *APIError {
+	ae := &APIError{Message: p.redact.String(errorMessage(e.Message)), Type: p.redact.String(e.Type),
+		Code: p.redact.String(jsonScalar(e.Code))}
+	if e.Param != nil {
+		ae.Param = p.redact.String(*e.Param)
+	}
+	return ae
 }
 
 // errorMessage returns the message of an error object: a string, or the
