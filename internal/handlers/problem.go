@@ -7,9 +7,11 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 	"unicode/utf8"
 
+	"github.com/sampled/sampled/internal/openaiapi"
 	"github.com/sampled/sampled/internal/sampler"
 )
 
@@ -125,7 +127,22 @@ func clip(s string, n int) string {
 	return s[:cut] + "…"
 }
 
+// writeProblem writes p, or, on the paths of OpenAI's dialect, the same
+// error in OpenAI's shape, which OpenAI's SDKs read.
 func (s *server) writeProblem(w http.ResponseWriter, r *http.Request, p Problem) {
+	p.clip(r)
+	if p.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int((p.retryAfter+time.Second-1)/time.Second)))
+	}
+	if strings.HasPrefix(r.URL.Path, openaiPrefix) {
+		writeBody(w, p.Status, jsonMediaType, openaiError(p))
+		return
+	}
+	writeBody(w, p.Status, problemMediaType, p)
+}
+
+// clip sets the problem's instance, r's path, and cuts what it echoes.
+func (p *Problem) clip(r *http.Request) {
 	p.Instance = clip(r.URL.Path, maxEchoBytes)
 	p.Detail = clip(p.Detail, maxEchoBytes)
 	if len(p.Errors) > maxErrors {
@@ -134,10 +151,15 @@ func (s *server) writeProblem(w http.ResponseWriter, r *http.Request, p Problem)
 	for i, e := range p.Errors {
 		p.Errors[i] = sampler.FieldError{Path: clip(e.Path, maxEchoBytes), Message: clip(e.Message, maxEchoBytes)}
 	}
-	if p.retryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(int((p.retryAfter+time.Second-1)/time.Second)))
-	}
-	writeBody(w, p.Status, problemMediaType, p)
+}
+
+// openaiPrefix starts the paths of OpenAI's dialect, whose errors take
+// OpenAI's shape.
+const openaiPrefix = "/openai/"
+
+// openaiError is a problem as OpenAI's error.
+func openaiError(p Problem) openaiapi.ErrorResponse {
+	return openaiapi.Error(p.Status, strings.TrimPrefix(p.Type, problemBase), p.Detail, p.Errors, p.Extensions)
 }
 
 // bodyError is a request that failed before reaching the domain: a body

@@ -43,17 +43,30 @@ func (s *server) table() []route {
 	}
 }
 
-// routes serves the table through a net/http.ServeMux. Every path also has
-// a pattern without a method, more specific than "/" and less than the
-// path's own methods, that answers other methods with a 405 problem (HEAD
-// among them: the GET routes do not serve it); "/" answers the rest with a
-// 404 problem. instrument labels requests by the table's route that served
-// them (s.labels), the others as "unmatched".
+// openaiTable lists the routes of OpenAI's Chat Completions dialect,
+// under the prefix an OpenAI SDK takes as its base URL. OpenAI's API
+// description documents them (reference/openai/openapi.yaml), not
+// api/openapi.yaml; their errors take OpenAI's shape (writeProblem).
+func (s *server) openaiTable() []route {
+	sampling := func(h http.HandlerFunc) http.Handler { return s.limitSampling(h) }
+	return []route{
+		{http.MethodGet, "/openai/v1/models", http.HandlerFunc(s.handleOpenAIModels)},
+		{http.MethodPost, "/openai/v1/chat/completions", sampling(s.handleOpenAIChat)},
+	}
+}
+
+// routes serves the tables (table, openaiTable) through a
+// net/http.ServeMux. Every path also has a pattern without a method, more
+// specific than "/" and less than the path's own methods, that answers
+// other methods with a 405 problem (HEAD among them: the GET routes do not
+// serve it); "/" answers the rest with a 404 problem. instrument labels
+// requests by the table's route that served them (s.labels), the others as
+// "unmatched".
 func (s *server) routes() http.Handler {
 	mux := http.NewServeMux()
 	allowed := map[string][]string{}
 	s.labels = map[string]string{}
-	for _, rt := range s.table() {
+	for _, rt := range append(s.table(), s.openaiTable()...) {
 		pattern := rt.method + " " + rt.path
 		mux.Handle(pattern, rt.h)
 		s.labels[pattern] = rt.path
