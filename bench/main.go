@@ -9,6 +9,12 @@
 // and resident memory with -inflight requests held by a slow upstream; it
 // prints the medians and the targets against the floor (side.go).
 //
+// With -stream it measures sampled's streamed chat completions
+// (/openai/v1/chat/completions) beside a floor that passes the upstream's
+// event stream through: the time to the first event and the gaps between
+// events at concurrency 1, CPU per chunk at -c, memory with -streams
+// streams open, and CPU per non-streamed completion (stream.go).
+//
 // With -fanout N it measures SSE fan-out instead: N subscribers, in a
 // separate process, follow one run while -events events are published
 // every -interval; it reports the delivery latency from publish to each
@@ -22,6 +28,7 @@
 // Usage:
 //
 //	go run ./bench -side [-rounds 3] [-n 5000] [-c 64] [-d 10s] [-inflight 1000] [-upstream-delay 2s] [-cpuprofile f]
+//	go run ./bench -stream [-rounds 3] [-chunks 256] [-gap 2ms] [-seq 20] [-c 64] [-d 10s] [-streams 1000] [-hold 1s] [-cpuprofile f]
 //	go run ./bench -fanout 1000 [-events 50] [-interval 20ms] [-floor] [-cpuprofile f]
 //	go run ./bench -soak 1h [-rate 500]
 package main
@@ -63,10 +70,17 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	c := fs.Int("c", 64, "concurrency of the throughput measurement")
 	d := fs.Duration("d", 10*time.Second, "duration of the throughput measurement")
 	cpuprofile := fs.String("cpuprofile", "", "write a CPU profile of the fan-out phase to this file; "+
-		"with -side, of each gateway in an extra throughput phase per mode, to this name with -floor-plain etc. inserted")
+		"with -side, of each gateway in an extra throughput phase per mode, to this name with -floor-plain etc. inserted; "+
+		"with -stream, of each gateway in an extra streamed and non-streamed phase, with -floor-stream, -sampled-chat etc. inserted")
 	rounds := fs.Int("rounds", 3, "alternating rounds of the side-by-side measurement")
 	inflight := fs.Int("inflight", 1000, "requests held in flight for the side-by-side memory measurement")
 	upstreamDelay := fs.Duration("upstream-delay", 2*time.Second, "how long the upstream holds them")
+	stream := fs.Bool("stream", false, "measure sampled's streamed chat completions side by side with a floor that streams")
+	chunks := fs.Int("chunks", 256, "chunks of each streamed answer in the streaming measurement")
+	gap := fs.Duration("gap", 2*time.Millisecond, "time between the chunks of a streamed answer")
+	seq := fs.Int("seq", 20, "streams to each side per c=1 measurement of the streaming measurement, interleaved")
+	streams := fs.Int("streams", 1000, "streams held open for the streaming measurement's memory phase")
+	hold := fs.Duration("hold", time.Second, "time between chunks in the memory phase, which keeps the streams open")
 	fanout := fs.Int("fanout", 0, "measure SSE fan-out to this many subscribers instead")
 	events := fs.Int("events", 50, "events published in the fan-out measurement")
 	interval := fs.Duration("interval", 20*time.Millisecond, "time between events in the fan-out measurement")
@@ -86,6 +100,12 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return withCPUProfile(*cpuprofile, func() error {
 			return runFanout(ctx, fanoutOptions{subscribers: *fanout, events: *events, interval: *interval, floor: *floorOnly}, stdout)
 		})
+	case *stream:
+		if *rounds < 1 || *chunks < 1 || *gap <= 0 || *seq < 1 || *c < 1 || *d <= 0 || *streams < 1 || *hold <= 0 {
+			return errors.New("-stream needs -rounds, -chunks, -gap, -seq, -c, -d, -streams and -hold positive")
+		}
+		return runStream(ctx, streamOptions{rounds: *rounds, chunks: *chunks, gap: *gap, seq: *seq, c: *c, d: *d,
+			streams: *streams, hold: *hold, cpuprofile: *cpuprofile}, stdout)
 	case *side:
 		if *rounds < 1 || *n < 1 || *c < 1 || *d <= 0 || *inflight < 1 {
 			return errors.New("-side needs -rounds, -n, -c, -d and -inflight positive")
@@ -93,7 +113,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		return runSide(ctx, sideOptions{rounds: *rounds, n: *n, c: *c, d: *d, inflight: *inflight,
 			delay: *upstreamDelay, cpuprofile: *cpuprofile}, stdout)
 	default:
-		return errors.New("give -side, -fanout N or -soak DURATION")
+		return errors.New("give -side, -stream, -fanout N or -soak DURATION")
 	}
 }
 

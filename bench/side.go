@@ -284,15 +284,19 @@ func measureMemory(ctx context.Context, side string, slow *child, body []byte, n
 		return memoryResult{}, err
 	}
 	defer g.stop()
-	type outcome struct {
-		res loadResult
-		err error
-	}
-	done := make(chan outcome, 1)
-	go func() {
-		res, err := runClient(ctx, g.url+"/v1/sample", body, n, n, 0)
-		done <- outcome{res, err}
-	}()
+	return watchMemory(g, slow, func() error {
+		_, err := runClient(ctx, g.url+"/v1/sample", body, n, n, 0)
+		return err
+	})
+}
+
+// watchMemory runs hold, which holds requests in flight through the
+// gateway g to the slow fake, and meanwhile reads the gateway's resident
+// memory whenever the fake holds the most requests yet; at the end it
+// reads the gateway's peak.
+func watchMemory(g, slow *child, hold func() error) (memoryResult, error) {
+	done := make(chan error, 1)
+	go func() { done <- hold() }()
 	poll := &http.Client{Timeout: 5 * time.Second}
 	defer poll.CloseIdleConnections()
 	tick := time.NewTicker(5 * time.Millisecond)
@@ -300,9 +304,9 @@ func measureMemory(ctx context.Context, side string, slow *child, body []byte, n
 	var m memoryResult
 	for {
 		select {
-		case o := <-done:
-			if o.err != nil {
-				return m, o.err
+		case err := <-done:
+			if err != nil {
+				return m, err
 			}
 			_, hwm, err := procMem(g.pid())
 			if err != nil {

@@ -41,13 +41,16 @@ func isSideChild(arg string) bool {
 	case subFake, subFloor, subSampled, subClient, subInterleave:
 		return true
 	}
-	return false
+	return isStreamChild(arg)
 }
 
 // sideChild runs the sub-command args[0]. A server prints "listening URL"
 // on stdout, then obeys the lines it reads on stdin (see serveChild) until
 // stdin ends; the client prints its loadResult as JSON.
 func sideChild(ctx context.Context, args []string, stdin io.Reader, stdout io.Writer) error {
+	if isStreamChild(args[0]) {
+		return streamChild(ctx, args, stdin, stdout)
+	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	upstream := fs.String("upstream", "", "base URL of the fake upstream (gateways)")
 	delay := fs.Duration("delay", 0, "how long the fake waits before it answers")
@@ -256,6 +259,12 @@ func (f *fakeUpstream) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	writeCompletion(w, body)
+}
+
+// writeCompletion answers a chat completion request whole: with the JSON
+// answer when body asks for a response format, else with the text one.
+func writeCompletion(w http.ResponseWriter, body []byte) {
 	answer := plainCompletion
 	if bytes.Contains(body, []byte(`"response_format"`)) {
 		answer = schemaCompletion
