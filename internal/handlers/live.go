@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"mime"
 	"net/http"
 	"strings"
@@ -39,21 +38,46 @@ func wantsStream(r *http.Request, stream bool) bool {
 	return false
 }
 
+// eventStream is an event-stream response that starts with its first
+// write, so that a request that fails before it is still answered with a
+// problem and its status. Its methods run on the handler's goroutine.
+type eventStream struct {
+	s       *server
+	w       http.ResponseWriter
+	r       *http.Request
+	st      *stream
+	started bool
+	failed  bool // a write failed: the client is gone or too slow
+}
+
+// send writes b, starting the response if it has not started; end says
+// that b ends the response.
+func (e *eventStream) send(b []byte, end bool) {
+	if e.failed {
+		return
+	}
+	if !e.started {
+		e.started = true
+		h := e.w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-store")
+		h.Set("X-Accel-Buffering", "no")
+		e.w.WriteHeader(http.StatusOK)
+		e.st = &stream{w: e.w, rc: http.NewResponseController(e.w), timeout: e.s.heartbeat, http2: e.r.ProtoMajor >= 2}
+	}
+	if e.st.send(b, end) != nil {
+		e.failed = true
+	}
+}
+
 // live writes a sampling answer as it is made, as server-sent events:
 // delta (a fragment), attempt (a guaranteed helper tries again, and why),
-// then result or error. The response starts with the first event: a
-// request that fails before any (an invalid one, say) is answered with a
-// problem and its status, as without streaming. Its methods run on the
-// handler's goroutine: the domain calls OnDelta and OnRetry there.
+// then result or error. The domain calls OnDelta and OnRetry on the
+// handler's goroutine.
 type live struct {
-	s *server
-	w http.ResponseWriter
-	r *http.Request
+	eventStream
 	// problem is the route's problem for an error; nil means problemFor.
 	problem func(error) Problem
-	st      *stream
-	failed  bool // a write failed: the client is gone or too slow
-	started bool
 }
 
 // stream sets p's callbacks to write its deltas and retries to l.
@@ -70,20 +94,8 @@ type attemptEvent struct {
 	Errors  []sampler.FieldError `json:"errors"`
 }
 
-// event writes one event, starting the response if it has not started.
+// event writes one event.
 func (l *live) event(name string, v any) {
-	if l.failed {
-		return
-	}
-	if !l.started {
-		l.started = true
-		h := l.w.Header()
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Cache-Control", "no-store")
-		h.Set("X-Accel-Buffering", "no")
-		l.w.WriteHeader(http.StatusOK)
-		l.st = &stream{w: l.w, rc: http.NewResponseController(l.w), timeout: l.s.heartbeat, http2: l.r.ProtoMajor >= 2}
-	}
 	data, err := json.Marshal(v)
 	if err != nil {
 		// Only a value sampled made itself can fail to encode.
@@ -92,10 +104,7 @@ func (l *live) event(name string, v any) {
 	m := sse.Message{Type: sse.Type(name)}
 	m.AppendData(string(data))
 	b, _ := m.MarshalText()
-	end := name == eventResult || name == eventError
-	if l.st.send(b, end) != nil {
-		l.failed = true
-	}
+	l.send(b, name == eventResult || name == eventError)
 }
 
 // finish ends the answer: with the result event, or with err as an error
@@ -112,14 +121,11 @@ func (l *live) finish(result any, err error) {
 	if l.problem != nil {
 		p = l.problem(err)
 	}
-	if p.Status >= 500 {
-		l.s.log.LogAttrs(l.r.Context(), slog.LevelError, "request failed", slog.String("requestId", requestID(l.r.Context())), slog.String("error", err.Error()))
-	}
+	l.s.logFailure(l.r, err, p)
 	if !l.started {
 		l.s.writeProblem(l.w, l.r, p)
 		return
 	}
-	p.Instance = clip(l.r.URL.Path, maxEchoBytes)
-	p.Detail = clip(p.Detail, maxEchoBytes)
+	p.clip(l.r)
 	l.event(eventError, p)
 }

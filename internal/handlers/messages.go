@@ -51,7 +51,7 @@ func (s *server) handleMessages(w http.ResponseWriter, r *http.Request) {
 	}
 	p.Caller = "messages"
 	if wantsStream(r, stream) {
-		l := &live{s: s, w: w, r: r, problem: messagesProblem}
+		l := &live{eventStream: eventStream{s: s, w: w, r: r}, problem: messagesProblem}
 		l.stream(p)
 		res, err := s.sampler.Sample(r.Context(), p)
 		s.sampled(r.Context(), p, res, err)

@@ -3,7 +3,6 @@ package handlers
 import (
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"net/http"
 	"strconv"
 	"time"
@@ -89,7 +88,7 @@ func setAttempts(w http.ResponseWriter, res *sampler.Result, err error) {
 // OpenAI's error event and no [DONE].
 func (s *server) streamChat(w http.ResponseWriter, r *http.Request, call *openaiapi.Call, run sampleFunc, meta openaiapi.Meta) {
 	p := call.Params
-	cs := &chunkStream{s: s, w: w, r: r}
+	cs := &chunkStream{eventStream{s: s, w: w, r: r}}
 	model := p.ModelSpec
 	if m, err := s.sampler.Catalog().Select(p.ModelSpec, nil); err == nil {
 		model = m.ID()
@@ -124,36 +123,9 @@ func (s *server) streamChat(w http.ResponseWriter, r *http.Request, call *openai
 }
 
 // chunkStream writes a streamed chat completion as server-sent events:
-// each chunk as "data: <json>", then "data: [DONE]". The response starts
-// with the first write. Its methods run on the handler's goroutine, where
-// the domain calls OnDelta and OnRetry.
-type chunkStream struct {
-	s       *server
-	w       http.ResponseWriter
-	r       *http.Request
-	st      *stream
-	started bool
-	failed  bool // a write failed: the client is gone or too slow
-}
-
-// send writes b, starting the response if it has not started.
-func (c *chunkStream) send(b []byte, end bool) {
-	if c.failed {
-		return
-	}
-	if !c.started {
-		c.started = true
-		h := c.w.Header()
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Cache-Control", "no-store")
-		h.Set("X-Accel-Buffering", "no")
-		c.w.WriteHeader(http.StatusOK)
-		c.st = &stream{w: c.w, rc: http.NewResponseController(c.w), timeout: c.s.heartbeat, http2: c.r.ProtoMajor >= 2}
-	}
-	if c.st.send(b, end) != nil {
-		c.failed = true
-	}
-}
+// each chunk as "data: <json>", then "data: [DONE]". The domain calls
+// OnDelta and OnRetry on the handler's goroutine.
+type chunkStream struct{ eventStream }
 
 // data is one data-only event holding v as JSON.
 func data(v any) []byte {
@@ -202,9 +174,7 @@ func (c *chunkStream) fail(err error) {
 		return
 	}
 	p := problemFor(err)
-	if p.Status >= 500 {
-		c.s.log.LogAttrs(c.r.Context(), slog.LevelError, "request failed", slog.String("requestId", requestID(c.r.Context())), slog.String("error", err.Error()))
-	}
+	c.s.logFailure(c.r, err, p)
 	p.clip(c.r)
 	c.send(data(openaiError(p)), true)
 }

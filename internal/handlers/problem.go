@@ -102,10 +102,16 @@ func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
 		return
 	}
 	p := problemFor(err)
+	s.logFailure(r, err, p)
+	s.writeProblem(w, r, p)
+}
+
+// logFailure logs err, the failure of r, when its problem p is the
+// service's or an upstream's (5xx): the client's mistakes are not logged.
+func (s *server) logFailure(r *http.Request, err error, p Problem) {
 	if p.Status >= 500 {
 		s.log.LogAttrs(r.Context(), slog.LevelError, "request failed", slog.String("requestId", requestID(r.Context())), slog.String("error", err.Error()))
 	}
-	s.writeProblem(w, r, p)
 }
 
 // A problem never echoes megabytes of its request: each text member is cut

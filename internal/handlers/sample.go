@@ -139,7 +139,7 @@ func (s *server) serveSample(w http.ResponseWriter, r *http.Request, endpoint st
 	}
 	p.Caller = endpoint
 	if wantsStream(r, body.Stream) {
-		l := &live{s: s, w: w, r: r}
+		l := &live{eventStream: eventStream{s: s, w: w, r: r}}
 		l.stream(p)
 		res, err := run(r.Context(), p)
 		l.finish(newResultBody(res), err)
