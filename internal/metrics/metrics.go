@@ -188,7 +188,7 @@ func New(reg prometheus.Registerer) *Metrics {
 	}
 	m.SamplingInFlight = f.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "sampled_sampling_in_flight",
-		Help: "Sampling requests being served now (POST /v1/sample*, /v1/messages, POST /mcp), which limits.inFlightSamples caps.",
+		Help: "Sampling requests being served now (POST /v1/sample*, /v1/messages, /openai/v1/chat/completions, POST /mcp), which limits.inFlightSamples caps.",
 	}, func() float64 {
 		if n := m.inFlight.Load(); n != nil {
 			return float64((*n)())
