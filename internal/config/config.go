@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/url"
 	"os"
 	"strconv"
@@ -338,6 +339,31 @@ type Model struct {
 	Intelligence *float64 `yaml:"intelligence"`
 	// Fallbacks are model IDs or aliases tried after this one fails.
 	Fallbacks []string `yaml:"fallbacks"`
+	// Price is what the model's tokens cost; nil means unpriced: its
+	// calls cost nothing and are counted as unpriced.
+	Price *Price `yaml:"price"`
+}
+
+// Price is a model's list price in US dollars per million tokens.
+type Price struct {
+	Input  float64 `yaml:"input"`
+	Output float64 `yaml:"output"`
+	// CachedInput is the price of input tokens read from the provider's
+	// cache; nil means Input.
+	CachedInput *float64 `yaml:"cachedInput"`
+}
+
+// check validates the price; errors name the member.
+func (p *Price) check() error {
+	for _, f := range []struct {
+		name string
+		v    *float64
+	}{{"input", &p.Input}, {"output", &p.Output}, {"cachedInput", p.CachedInput}} {
+		if f.v != nil && (*f.v < 0 || math.IsNaN(*f.v) || math.IsInf(*f.v, 0)) {
+			return fmt.Errorf("%s: want a non-negative number of US dollars per million tokens, got %v", f.name, *f.v)
+		}
+	}
+	return nil
 }
 
 // Secret is a string that never prints itself.
@@ -456,13 +482,16 @@ func load(path string, getenv func(string) string, readFile func(string) ([]byte
 
 // offlineProvider lists the offline provider's models: default, the
 // fault models flaky and broken, and slow (each call takes seconds).
+// They are priced at zero: their answers are made up and cost nothing,
+// which a fresh start shows as a cost of 0 rather than as unpriced calls.
 func offlineProvider() Provider {
 	zero, half, one := 0.0, 0.5, 1.0
+	free := func() *Price { return &Price{} }
 	return Provider{Name: "offline", Type: TypeOffline, Models: []Model{
-		{Name: "default", Cost: &one, Speed: &one, Intelligence: &half},
-		{Name: "flaky", Cost: &one, Speed: &one, Intelligence: &half},
-		{Name: "broken", Cost: &one, Speed: &one, Intelligence: &half},
-		{Name: "slow", Cost: &one, Speed: &zero, Intelligence: &half},
+		{Name: "default", Cost: &one, Speed: &one, Intelligence: &half, Price: free()},
+		{Name: "flaky", Cost: &one, Speed: &one, Intelligence: &half, Price: free()},
+		{Name: "broken", Cost: &one, Speed: &one, Intelligence: &half, Price: free()},
+		{Name: "slow", Cost: &one, Speed: &zero, Intelligence: &half, Price: free()},
 	}}
 }
 
@@ -568,6 +597,11 @@ func (c *Config) check() error {
 			}{{"cost", m.Cost}, {"speed", m.Speed}, {"intelligence", m.Intelligence}} {
 				if s.v != nil && (*s.v < 0 || *s.v > 1) {
 					return fmt.Errorf("%s.%s: must be between 0 and 1, got %v", mat, s.name, *s.v)
+				}
+			}
+			if m.Price != nil {
+				if err := m.Price.check(); err != nil {
+					return fmt.Errorf("%s.price.%w", mat, err)
 				}
 			}
 			for k, a := range m.Aliases {

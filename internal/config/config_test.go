@@ -283,4 +283,14 @@ func TestExampleFile(t *testing.T) {
 	if c.Default != "fast" || len(c.Providers) != 5 || len(c.MCPServers) != 3 {
 		t.Errorf("default %q, %d providers, %d MCP servers", c.Default, len(c.Providers), len(c.MCPServers))
 	}
+	// The prices: gpt-4o-mini's list price, gpt-4.1 unpriced, offline free.
+	if p := c.Providers[0].Models[0].Price; p == nil || p.Input != 0.15 || p.Output != 0.60 {
+		t.Errorf("gpt-4o-mini's price = %+v", p)
+	}
+	if p := c.Providers[0].Models[1].Price; p != nil {
+		t.Errorf("gpt-4.1's price = %+v, want none", p)
+	}
+	if p := c.Providers[4].Models[0].Price; c.Providers[4].Name != "offline" || p == nil || *p != (Price{}) {
+		t.Errorf("%s's first price = %+v, want zero", c.Providers[4].Name, p)
+	}
 }
