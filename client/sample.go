@@ -111,10 +111,14 @@ type ModelHint struct {
 	Name string `json:"name"`
 }
 
-// Usage counts tokens, summed over all attempts.
+// Usage counts tokens, summed over all attempts, and what they cost.
 type Usage struct {
 	InputTokens  int `json:"inputTokens"`
 	OutputTokens int `json:"outputTokens"`
+	// CostUSD is the cost in US dollars at the service's configured
+	// prices; Unpriced says a model without a price was called.
+	CostUSD  float64 `json:"costUsd"`
+	Unpriced bool    `json:"unpriced,omitempty"`
 }
 
 // ParseError says why a schema-mode answer is not a valid value.

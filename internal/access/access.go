@@ -346,3 +346,35 @@ func once(f func()) func() {
 		}
 	}
 }
+
+// callerKey is the context key of NewContext and WithSeat.
+type callerKey struct{}
+
+// NewContext returns ctx carrying the request's caller, for the code
+// below the handlers that counts by key name (the cost of upstream calls).
+func NewContext(ctx context.Context, c *Caller) context.Context {
+	return context.WithValue(ctx, callerKey{}, &Seat{c: c})
+}
+
+// Seat is the place of a request's caller in its context, put there
+// before the caller is known and filled once it is: the request need not
+// be copied (a copy would lose what the router sets on it).
+type Seat struct{ c *Caller }
+
+// Set seats the caller. It must happen before the context is handed to
+// other goroutines.
+func (s *Seat) Set(c *Caller) { s.c = c }
+
+// WithSeat returns ctx carrying the seat.
+func WithSeat(ctx context.Context, s *Seat) context.Context {
+	return context.WithValue(ctx, callerKey{}, s)
+}
+
+// FromContext returns the caller of ctx (NewContext's, or a seat's), or
+// nil.
+func FromContext(ctx context.Context) *Caller {
+	if s, _ := ctx.Value(callerKey{}).(*Seat); s != nil {
+		return s.c
+	}
+	return nil
+}

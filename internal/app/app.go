@@ -78,8 +78,9 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	// answers with the very schemas the service compiled.
 	schemas := sampler.NewSchemaCache(0)
 	providers, cat := buildProviders(pc, schemas)
+	pr := prices(pc)
 	for i, p := range providers {
-		providers[i] = meter(p, cat, m)
+		providers[i] = meter(p, cat, m, pr)
 	}
 	sopts := sampler.Options{
 		Providers:        providers,

@@ -47,6 +47,20 @@ func buildProviders(c *config.Config, schemas *sampler.SchemaCache) ([]sampler.P
 	return providers, sampler.NewCatalog(models, c.Default)
 }
 
+// prices are the configured models' prices by model ID; unpriced models
+// are absent.
+func prices(c *config.Config) map[string]*config.Price {
+	out := map[string]*config.Price{}
+	for _, p := range c.Providers {
+		for _, m := range p.Models {
+			if m.Price != nil {
+				out[p.Name+"/"+m.Name] = m.Price
+			}
+		}
+	}
+	return out
+}
+
 // toolServers are the configured MCP servers as the tool registry takes
 // them.
 func toolServers(servers map[string]config.MCPServer) map[string]tools.ServerOptions {
@@ -108,5 +122,6 @@ func (a *App) newGuard(c *config.Config, m *metrics.Metrics, rm *metrics.Redis, 
 		names = []string{metrics.AnonymousKey}
 	}
 	m.AccessKeys(names)
+	m.Spend(names, a.Catalog.Models())
 	return g, nil
 }

@@ -6,12 +6,17 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/sampled/sampled/internal/access"
+	"github.com/sampled/sampled/internal/config"
 	"github.com/sampled/sampled/internal/metrics"
 	"github.com/sampled/sampled/internal/sampler"
 )
 
 // metered is a Provider whose calls are recorded: duration and outcome,
-// and the tokens of each answer, by provider and configured model.
+// and the tokens of each answer, by provider and configured model. It
+// prices each answer too: its usage gets the cost at the model's
+// configured price (CostUSD), or is marked unpriced, and the cost is
+// counted by the caller's key name, found in the context.
 type metered struct {
 	sampler.Provider
 	models map[string]*modelSeries // by the provider's own model name
@@ -25,10 +30,18 @@ type modelSeries struct {
 	inUsage, outUsage   prometheus.Observer
 	firstFragment       prometheus.Observer
 	fragments           prometheus.Counter
+
+	provider, id string
+	cost         *prometheus.CounterVec // key, provider, model
+	price        *config.Price          // nil: unpriced
+	unpriced     prometheus.Counter
 }
 
-func newModelSeries(m *metrics.Metrics, provider, id string) *modelSeries {
+func newModelSeries(m *metrics.Metrics, provider, id string, price *config.Price) *modelSeries {
 	return &modelSeries{
+		provider: provider, id: id, cost: m.Cost, price: price,
+		unpriced: m.Unpriced.WithLabelValues(provider, id),
+
 		ok:        m.UpstreamDuration.WithLabelValues(provider, id, "ok"),
 		failed:    m.UpstreamDuration.WithLabelValues(provider, id, "error"),
 		inTokens:  m.Tokens.WithLabelValues(provider, id, "input"),
@@ -41,12 +54,13 @@ func newModelSeries(m *metrics.Metrics, provider, id string) *modelSeries {
 	}
 }
 
-// meter wraps p for the models of cat it serves.
-func meter(p sampler.Provider, cat *sampler.Catalog, m *metrics.Metrics) *metered {
-	mp := &metered{Provider: p, models: map[string]*modelSeries{}, other: newModelSeries(m, p.Name(), "other")}
+// meter wraps p for the models of cat it serves, priced by prices (by
+// model ID; a model without one is unpriced).
+func meter(p sampler.Provider, cat *sampler.Catalog, m *metrics.Metrics, prices map[string]*config.Price) *metered {
+	mp := &metered{Provider: p, models: map[string]*modelSeries{}, other: newModelSeries(m, p.Name(), "other", nil)}
 	for _, model := range cat.Models() {
 		if model.Provider == p.Name() {
-			mp.models[model.Name] = newModelSeries(m, p.Name(), model.ID())
+			mp.models[model.Name] = newModelSeries(m, p.Name(), model.ID(), prices[model.ID()])
 			m.Model(model)
 		}
 	}
@@ -58,7 +72,7 @@ func (p *metered) Sample(ctx context.Context, req *sampler.Request) (*sampler.Re
 	series := p.series(req.Model)
 	start := time.Now()
 	resp, err := p.Provider.Sample(ctx, req)
-	return series.record(start, resp, err)
+	return series.record(ctx, start, resp, err)
 }
 
 // Stream streams from the provider and records the call, with the time to
@@ -75,7 +89,7 @@ func (p *metered) Stream(ctx context.Context, req *sampler.Request, emit func(sa
 		series.fragments.Inc()
 		emit(d)
 	})
-	return series.record(start, resp, err)
+	return series.record(ctx, start, resp, err)
 }
 
 func (p *metered) series(model string) *modelSeries {
@@ -85,8 +99,9 @@ func (p *metered) series(model string) *modelSeries {
 	return p.other
 }
 
-// record observes a call that started at start and ended with resp, err.
-func (series *modelSeries) record(start time.Time, resp *sampler.Response, err error) (*sampler.Response, error) {
+// record observes a call that started at start and ended with resp, err,
+// and prices its answer.
+func (series *modelSeries) record(ctx context.Context, start time.Time, resp *sampler.Response, err error) (*sampler.Response, error) {
 	d := time.Since(start).Seconds()
 	if err != nil {
 		series.failed.Observe(d)
@@ -97,5 +112,23 @@ func (series *modelSeries) record(start time.Time, resp *sampler.Response, err e
 	series.outTokens.Add(float64(resp.Usage.OutputTokens))
 	series.inUsage.Observe(float64(resp.Usage.InputTokens))
 	series.outUsage.Observe(float64(resp.Usage.OutputTokens))
+	resp.Usage.CostUSD, resp.Usage.Unpriced = 0, series.price == nil
+	if series.price == nil {
+		series.unpriced.Inc()
+		return resp, nil
+	}
+	resp.Usage.CostUSD = Cost(resp.Usage, series.price)
+	key := metrics.AnonymousKey
+	if c := access.FromContext(ctx); c != nil {
+		key = metrics.KeyLabel(c.Name())
+	}
+	series.cost.WithLabelValues(key, series.provider, series.id).Add(resp.Usage.CostUSD)
 	return resp, nil
+}
+
+// Cost is what usage costs at price, in US dollars: each token type's
+// count times its price per million. Providers do not report cached input
+// tokens apart, so every input token is priced at Input.
+func Cost(u sampler.Usage, price *config.Price) float64 {
+	return float64(u.InputTokens)*price.Input/1e6 + float64(u.OutputTokens)*price.Output/1e6
 }

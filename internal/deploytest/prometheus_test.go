@@ -98,7 +98,7 @@ func TestDashboardAndAlertsAgainstPrometheus(t *testing.T) {
 	}
 	// Runs in Redis, for the dashboard's Redis row. The MCP server is
 	// required: /readyz answers 200 once it is connected.
-	cfg := fmt.Sprintf("redis:\n  url: unix://%s\n", redistest.Socket(t)) + fmt.Sprintf("mcpServers:\n  test:\n    command: %q\n    required: true\n", bin) + fmt.Sprintf("providers:\n  - name: openai\n    type: openai\n    endpoint: %s/v1\n    models:\n      - name: gpt-4o-mini\n"+
+	cfg := fmt.Sprintf("redis:\n  url: unix://%s\n", redistest.Socket(t)) + fmt.Sprintf("mcpServers:\n  test:\n    command: %q\n    required: true\n", bin) + fmt.Sprintf("providers:\n  - name: openai\n    type: openai\n    endpoint: %s/v1\n    models:\n      - name: gpt-4o-mini\n        price: {input: 0.15, output: 0.6}\n"+
 		"  - name: down\n    type: openai\n    endpoint: http://%s/v1\n    models:\n      - name: gone\n"+
 		// A provider nothing calls: its error ratio is 0/0.
 		"  - name: idle\n    type: ollama\n    endpoint: http://%s\n    models:\n      - name: unused\n", up.URL, down, down) +

@@ -52,10 +52,13 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 				Detail: err.Error()})
 			return
 		}
+		// The caller travels in the context: the cost of the upstream
+		// calls it causes, loops' included, is counted by its key name.
 		if ri := info(r.Context()); ri != nil {
 			ri.caller = c
+			ri.seat.Set(c)
 		} else {
-			r = r.WithContext(context.WithValue(r.Context(), callerKey{}, c))
+			r = r.WithContext(access.NewContext(r.Context(), c))
 		}
 		if c.Name() != "" {
 			addLog(r.Context(), slog.String("key", c.Name()))
@@ -69,17 +72,13 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 	})
 }
 
-// callerKey is the context key of the caller when a request has no reqInfo.
-type callerKey struct{}
-
 // callerOf returns the request's caller; nil when the service has no
 // access guard.
 func callerOf(ctx context.Context) *access.Caller {
 	if ri := info(ctx); ri != nil && ri.caller != nil {
 		return ri.caller
 	}
-	c, _ := ctx.Value(callerKey{}).(*access.Caller)
-	return c
+	return access.FromContext(ctx)
 }
 
 // ownerOf is the run owner of the request's caller: its key's name, "" for

@@ -64,6 +64,7 @@ func (s *server) handleMessages(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := s.sampler.Sample(r.Context(), p)
 	s.sampled(r.Context(), p, res, err)
+	setCost(w, res, err)
 	if err != nil {
 		s.writeMessagesError(w, r, err)
 		return

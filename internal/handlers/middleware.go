@@ -25,6 +25,7 @@ type reqInfo struct {
 	buf    [8]slog.Attr
 	sw     statusWriter
 	caller *access.Caller // set by authenticate
+	seat   access.Seat    // the caller, for the context's readers
 }
 
 func info(ctx context.Context) *reqInfo {
@@ -110,7 +111,7 @@ func (s *server) instrument(next http.Handler) http.Handler {
 		ri := &reqInfo{id: newRequestID(r), sw: statusWriter{ResponseWriter: w}}
 		ri.attrs = ri.buf[:0]
 		w.Header()[requestIDHeader] = []string{ri.id}
-		r = r.WithContext(context.WithValue(r.Context(), ctxKey{}, ri))
+		r = r.WithContext(access.WithSeat(context.WithValue(r.Context(), ctxKey{}, ri), &ri.seat))
 		// A complete answer (writeBody's) has been sent already: what
 		// follows is off the client's path.
 		next.ServeHTTP(&ri.sw, r)

@@ -3,6 +3,7 @@ package handlers
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -17,6 +18,30 @@ import (
 // attemptsHeader says how many model calls an answer took, corrective
 // retries included.
 const attemptsHeader = "Sampled-Attempts"
+
+// costHeader says what an answer's upstream calls cost in US dollars at
+// the configured prices, corrective retries included (a decimal such as
+// 0.000123). Streams go without it: their headers leave before the cost
+// is known.
+const costHeader = "Sampled-Cost-USD"
+
+// setCost sets the cost header of an answer, or of the error of a
+// guarantee that ran out of attempts, whose calls were paid for too.
+func setCost(w http.ResponseWriter, res *sampler.Result, err error) {
+	var ex *sampler.ExhaustedError
+	switch {
+	case err == nil:
+		w.Header().Set(costHeader, formatUSD(res.Usage.CostUSD))
+	case errors.As(err, &ex) && ex.LastResult != nil:
+		w.Header().Set(costHeader, formatUSD(ex.LastResult.Usage.CostUSD))
+	}
+}
+
+// formatUSD writes dollars as a plain decimal, to a millionth of a cent at
+// most: the sum of float64 prices carries noise below that.
+func formatUSD(v float64) string {
+	return strconv.FormatFloat(math.Round(v*1e8)/1e8, 'f', -1, 64)
+}
 
 // handleOpenAIModels lists the configured models as OpenAI's API does.
 func (s *server) handleOpenAIModels(w http.ResponseWriter, r *http.Request) {
@@ -58,6 +83,7 @@ func (s *server) handleOpenAIChat(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := run(r.Context(), p)
 	setAttempts(w, res, err)
+	setCost(w, res, err)
 	if err != nil {
 		s.writeError(w, r, call.Err(err))
 	} else {

@@ -147,6 +147,7 @@ func (s *server) serveSample(w http.ResponseWriter, r *http.Request, endpoint st
 		return
 	}
 	res, err := run(r.Context(), p)
+	setCost(w, res, err)
 	// The answer is sent first (writeBody flushes it); the log line's
 	// attributes come after.
 	if err != nil {

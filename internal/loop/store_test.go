@@ -98,7 +98,7 @@ func TestAbandoned(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantEv := map[string]any{"traceId": "tr", "status": "failed", "totalIterations": 2.0, "success": false, "result": "",
-		"error": reason, "usage": map[string]any{"inputTokens": 3.0, "outputTokens": 4.0}}
+		"error": reason, "usage": map[string]any{"inputTokens": 3.0, "outputTokens": 4.0, "costUsd": 0.0}}
 	if diff := cmp.Diff(wantEv, ev, cmpopts.IgnoreMapEntries(func(k string, _ any) bool { return k == "durationMs" })); diff != "" {
 		t.Errorf("event (-want +got):\n%s", diff)
 	}

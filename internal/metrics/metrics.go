@@ -51,6 +51,15 @@ type Metrics struct {
 	// SamplingInFlight reads the count CountSamplingInFlight was given.
 	SamplingInFlight prometheus.GaugeFunc
 
+	// Cost is what upstream calls cost at the configured prices.
+	Cost *prometheus.CounterVec // key, provider, model
+	// RetryCost and RetryTokens are what the answers that corrective
+	// retries replaced cost.
+	RetryCost   *prometheus.CounterVec // method
+	RetryTokens *prometheus.CounterVec // method, type
+	// Unpriced counts the calls of models without a price.
+	Unpriced *prometheus.CounterVec // provider, model
+
 	MCPToolCalls    *prometheus.CounterVec   // tool, sampler, outcome
 	MCPToolDuration *prometheus.HistogramVec // tool, sampler
 
@@ -174,6 +183,22 @@ func New(reg prometheus.Registerer) *Metrics {
 			Help: "Requests (limit=requests) and loops (limit=loops) let in without their API key's limit checked, because Redis, " +
 				"which holds the limits replicas share, did not answer in time: the limits fail open.",
 		}, []string{"limit"}),
+		Cost: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "sampled_cost_usd_total",
+			Help: "What upstream calls cost in US dollars at the configured prices, by API key name (anonymous without keys), provider and model.",
+		}, []string{"key", "provider", "model"}),
+		RetryCost: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "sampled_retry_cost_usd_total",
+			Help: "What the answers that failed validation and were corrected by a retry cost in US dollars, by method: the cost of corrective retries.",
+		}, []string{"method"}),
+		RetryTokens: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "sampled_retry_tokens_total",
+			Help: "Tokens of the answers that failed validation and were corrected by a retry, by method and type (input, output).",
+		}, []string{"method", "type"}),
+		Unpriced: f.NewCounterVec(prometheus.CounterOpts{
+			Name: "sampled_unpriced_calls_total",
+			Help: "Upstream calls of models without a configured price (counted at a cost of 0), by provider and model.",
+		}, []string{"provider", "model"}),
 		// Label values are bounded: tool is one of the MCP server's tool
 		// names, sampler is client, service or none.
 		MCPToolCalls: f.NewCounterVec(prometheus.CounterOpts{
@@ -205,6 +230,9 @@ func New(reg prometheus.Registerer) *Metrics {
 			sampler.KindToolCallForbidden, sampler.KindWrongTool},
 	} {
 		m.ValidationRetries.WithLabelValues(method)
+		m.RetryCost.WithLabelValues(method)
+		m.RetryTokens.WithLabelValues(method, "input")
+		m.RetryTokens.WithLabelValues(method, "output")
 		m.ValidationExhausted.WithLabelValues(method)
 		for _, kind := range kinds {
 			m.ValidationFailures.WithLabelValues(method, kind)
@@ -262,6 +290,16 @@ func (m *Metrics) AccessKeys(names []string) {
 	}
 }
 
+// Spend creates the cost series of each key name (as AccessKeys takes
+// them) and configured model, at 0.
+func (m *Metrics) Spend(keys []string, models []sampler.Model) {
+	for _, model := range models {
+		for _, k := range keys {
+			m.Cost.WithLabelValues(k, model.Provider, model.ID())
+		}
+	}
+}
+
 // endpointModes returns the endpoint labels of sampled_samples_total, as
 // the routes (handlers), the loops' model calls (loop) and the MCP servers'
 // sampling requests (host) name them, each with the modes its requests
@@ -284,6 +322,7 @@ func (m *Metrics) Model(model sampler.Model) {
 			m.Samples.WithLabelValues(endpoint, mode, model.Provider, model.ID(), sampler.OutcomeUpstreamError)
 		}
 	}
+	m.Unpriced.WithLabelValues(model.Provider, model.ID())
 	for _, reason := range []string{"timeout", "connection", "rate_limited", "server_error", "client_error"} {
 		m.UpstreamRetries.WithLabelValues(model.Provider, reason)
 	}
@@ -307,6 +346,14 @@ func (m *Metrics) AnswerInvalid(method, kind string, retried bool) {
 	if retried {
 		m.ValidationRetries.WithLabelValues(method).Inc()
 	}
+}
+
+// Retried counts the tokens and cost of an answer a corrective retry
+// replaces.
+func (m *Metrics) Retried(method string, u sampler.Usage) {
+	m.RetryCost.WithLabelValues(method).Add(u.CostUSD)
+	m.RetryTokens.WithLabelValues(method, "input").Add(float64(u.InputTokens))
+	m.RetryTokens.WithLabelValues(method, "output").Add(float64(u.OutputTokens))
 }
 
 // Exhausted counts a guaranteed helper that ran out of attempts.

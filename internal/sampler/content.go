@@ -680,15 +680,23 @@ type ToolCall struct {
 	Arguments json.RawMessage `json:"arguments"`
 }
 
-// Usage counts tokens of one or more model calls.
+// Usage counts tokens of one or more model calls, and what they cost.
+// Providers report the tokens; the cost is filled in by whoever wraps a
+// provider with a price table (internal/app), the domain prices nothing.
 type Usage struct {
 	InputTokens  int `json:"inputTokens"`
 	OutputTokens int `json:"outputTokens"`
+	// CostUSD is the calls' cost in US dollars at the configured prices.
+	CostUSD float64 `json:"costUsd"`
+	// Unpriced says that a call of a model without a price is among them:
+	// it cost 0 in CostUSD.
+	Unpriced bool `json:"unpriced,omitempty"`
 }
 
 // Add returns the sum of two usages.
 func (u Usage) Add(v Usage) Usage {
-	return Usage{InputTokens: u.InputTokens + v.InputTokens, OutputTokens: u.OutputTokens + v.OutputTokens}
+	return Usage{InputTokens: u.InputTokens + v.InputTokens, OutputTokens: u.OutputTokens + v.OutputTokens,
+		CostUSD: u.CostUSD + v.CostUSD, Unpriced: u.Unpriced || v.Unpriced}
 }
 
 // TextOf joins the text blocks of content with newlines.

@@ -20,6 +20,9 @@ type Observer interface {
 	// validation with kind (one of the Kind constants); retried says whether
 	// a corrective retry follows.
 	AnswerInvalid(method, kind string, retried bool)
+	// Retried: a corrective retry of method follows an answer whose
+	// calls used usage (its cost included): what the retry was needed for.
+	Retried(method string, usage Usage)
 	// Exhausted: a guaranteed helper, or Sample in tools mode, ran out of
 	// attempts.
 	Exhausted(method string)
@@ -49,6 +52,7 @@ type nopObserver struct{}
 
 func (nopObserver) UpstreamRetry(string, string)           {}
 func (nopObserver) AnswerInvalid(string, string, bool)     {}
+func (nopObserver) Retried(string, Usage)                  {}
 func (nopObserver) Exhausted(string)                       {}
 func (nopObserver) Overhead(time.Duration)                 {}
 func (nopObserver) Sampled(string, string, string, string) {}

@@ -223,7 +223,8 @@ func (s *Service) guaranteed(ctx context.Context, p *Params, method string) (*Re
 		if err != nil {
 			return nil, err
 		}
-		usage = usage.Add(res.Usage)
+		own := res.Usage
+		usage = usage.Add(own)
 		var kind string
 		if method == MethodSchema {
 			s.parse(res, &req)
@@ -246,6 +247,7 @@ func (s *Service) guaranteed(ctx context.Context, p *Params, method string) (*Re
 		}
 		s.observe.AnswerInvalid(method, kind, a < attempts)
 		if a < attempts {
+			s.observe.Retried(method, own)
 			req.Messages = append(req.Messages, correction(res, errs, method, kind)...)
 			if p.OnRetry != nil {
 				p.OnRetry(a+1, errs)

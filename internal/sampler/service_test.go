@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -83,6 +84,9 @@ func (r *recorder) AnswerInvalid(method, kind string, retried bool) {
 	if retried {
 		r.add("corrected " + method)
 	}
+}
+func (r *recorder) Retried(method string, u Usage) {
+	r.add(fmt.Sprintf("wasted %s %d %d", method, u.InputTokens, u.OutputTokens))
 }
 func (r *recorder) Exhausted(method string)  { r.add("exhausted " + method) }
 func (r *recorder) Overhead(d time.Duration) { r.add("overhead") }
@@ -237,6 +241,7 @@ func TestSampleSchemaRetriesWithFeedback(t *testing.T) {
 	f.obs.check(t, "invalid sampleSchema "+KindInvalidJSON, 1)
 	f.obs.check(t, "invalid sampleSchema "+KindSchemaMismatch, 1)
 	f.obs.check(t, "corrected sampleSchema", 2)
+	f.obs.check(t, "wasted sampleSchema 3 2", 2) // each failed answer's own usage
 	f.obs.check(t, "exhausted sampleSchema", 0)
 	f.obs.check(t, "overhead", 1)
 	f.obs.check(t, "sampled test schema p/m1 ok", 1)
@@ -270,6 +275,9 @@ func TestSampleToolsExhausted(t *testing.T) {
 		f.obs.check(t, "invalid sampleTools "+kind, 1)
 	}
 	f.obs.check(t, "corrected sampleTools", 2)
+	// Each failed answer's own usage; the last one is not retried.
+	f.obs.check(t, "wasted sampleTools 3 2", 1)
+	f.obs.check(t, "wasted sampleTools 0 0", 1)
 	f.obs.check(t, "exhausted sampleTools", 1)
 	f.obs.check(t, "sampled  tools p/m1 exhausted", 1)
 	// Every request the helper sent obeys MCP's message rules.
