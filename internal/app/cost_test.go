@@ -15,20 +15,24 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/sampled/sampled/internal/config"
+	"github.com/sampled/sampled/internal/loop"
 	"github.com/sampled/sampled/internal/sampler"
 	"github.com/sampled/sampled/internal/testing/testwait"
 )
 
-// costConfig prices offline/flaky at $2.50 in and $10 out per million
-// tokens and leaves offline/default unpriced; one API key, "team-a".
+// costConfig prices offline/flaky and offline/default at $2.50 in and
+// $10 out per million tokens and leaves offline/broken unpriced; one API
+// key, "team-a".
 const costConfig = `
 providers:
   - name: offline
     type: offline
     models:
       - name: default
+        price: {input: 2.5, output: 10}
       - name: flaky
         price: {input: 2.5, output: 10}
+      - name: broken
 apiKeys:
   - name: team-a
     keyEnv: TEAM_A_KEY
@@ -134,23 +138,23 @@ func TestCostHandComputed(t *testing.T) {
 	}
 }
 
-// TestUnpricedModel: a call of offline/default, which has no price, costs
+// TestUnpricedModel: a call of offline/broken, which has no price, costs
 // 0, says so in its usage, and is counted as unpriced, under the key.
 func TestUnpricedModel(t *testing.T) {
 	url, secret, reg := costServer(t)
-	status, header, u := postKeyed(t, url+"/v1/sample", secret, `{"prompt":"hi","model":"offline/default"}`)
+	status, header, u := postKeyed(t, url+"/v1/sample", secret, `{"prompt":"hi","model":"offline/broken"}`)
 	if status != http.StatusOK || header != "0" || u.CostUSD != 0 || !u.Unpriced {
 		t.Errorf("status %d, header %q, usage %+v; want 200, 0 and unpriced", status, header, u)
 	}
 	testwait.Poll(t, time.Millisecond, testwait.Timeout, "the unpriced call counted", func() bool {
-		return sum(t, reg, "sampled_unpriced_calls_total", "model", "offline/default") == 1
+		return sum(t, reg, "sampled_unpriced_calls_total", "model", "offline/broken") == 1
 	})
 	if got := sum(t, reg, "sampled_cost_usd_total", "key", "team-a"); got != 0 {
 		t.Errorf("cost = %v, want 0", got)
 	}
 	// The series of the key and of each model exist from the start.
-	if n := seriesOf(t, reg, "sampled_cost_usd_total"); n != 2 {
-		t.Errorf("%d cost series, want 2 (one key × two models)", n)
+	if n := seriesOf(t, reg, "sampled_cost_usd_total"); n != 3 {
+		t.Errorf("%d cost series, want 3 (one key × three models)", n)
 	}
 
 }
@@ -195,5 +199,48 @@ func TestCostHeader(t *testing.T) {
 		if v, err := strconv.ParseFloat(h, 64); resp.StatusCode != http.StatusOK || err != nil || v <= 0 {
 			t.Errorf("%s: %d, Sampled-Cost-USD %q; want 200 and a cost (%s)", path, resp.StatusCode, h, b)
 		}
+	}
+}
+
+// TestCostOfALoop: a loop's usage sums its model calls' cost, and the
+// calls count under the key that started the loop.
+func TestCostOfALoop(t *testing.T) {
+	url, secret, reg := costServer(t)
+	do := func(method, path, body string, v any) int {
+		t.Helper()
+		req, err := http.NewRequestWithContext(t.Context(), method, url+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+secret)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+			t.Fatal(err)
+		}
+		return resp.StatusCode
+	}
+	var started struct{ ID string }
+	if status := do(http.MethodPost, "/v1/loops", `{"prompt":"Please calculate 6 * 7","model":"offline/default","allowedTools":["std__*"]}`, &started); status != http.StatusCreated {
+		t.Fatalf("POST /v1/loops = %d", status)
+	}
+	var snap loop.Snapshot
+	testwait.Poll(t, 10*time.Millisecond, testwait.Timeout, "the loop to end", func() bool {
+		snap = loop.Snapshot{}
+		do(http.MethodGet, "/v1/loops/"+started.ID, "", &snap)
+		return snap.Status != loop.StatusRunning
+	})
+	u := snap.Usage
+	want := float64(u.InputTokens)*2.5/1e6 + float64(u.OutputTokens)*10/1e6
+	// Two model turns at least: the calculator's call, then the answer.
+	if snap.Status != loop.StatusCompleted || snap.Iterations < 2 || u.InputTokens == 0 || !near(u.CostUSD, want) || u.Unpriced {
+		t.Fatalf("loop %s after %d iterations, usage %+v; want completed, costUsd %v", snap.Status, snap.Iterations, u, want)
+	}
+	if got := sum(t, reg, "sampled_cost_usd_total", "key", "team-a"); !near(got, want) {
+		t.Errorf("sampled_cost_usd_total{key=team-a} = %v, want %v", got, want)
 	}
 }
