@@ -244,3 +244,25 @@ func TestCostOfALoop(t *testing.T) {
 		t.Errorf("sampled_cost_usd_total{key=team-a} = %v, want %v", got, want)
 	}
 }
+
+// TestCostOfAnExhaustedHelper: a guarantee that runs out of attempts was
+// paid for too; its 422 says what it cost. With no retries, flaky's broken
+// first answer is the only one: 2 × $0.0000025 + 1 × $0.00001.
+func TestCostOfAnExhaustedHelper(t *testing.T) {
+	url, secret, _ := costServer(t)
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url+"/v1/sample/schema", strings.NewReader(
+		`{"prompt":"a person","model":"offline/flaky","retries":0,"schema":{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+secret)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if h := resp.Header.Get("Sampled-Cost-USD"); resp.StatusCode != http.StatusUnprocessableEntity || h != "0.000015" {
+		t.Errorf("%d, Sampled-Cost-USD %q; want 422 and 0.000015", resp.StatusCode, h)
+	}
+}
