@@ -130,5 +130,5 @@ func (series *modelSeries) record(ctx context.Context, start time.Time, resp *sa
 // count times its price per million. Providers do not report cached input
 // tokens apart, so every input token is priced at Input.
 func Cost(u sampler.Usage, price *config.Price) float64 {
-	return float64(u.InputTokens)*price.Input/1e6 + float64(u.OutputTokens)*price.Output/1e6
+	return sampler.RoundUSD(float64(u.InputTokens)*price.Input/1e6 + float64(u.OutputTokens)*price.Output/1e6)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"reflect"
 	"strings"
 )
@@ -693,11 +694,16 @@ type Usage struct {
 	Unpriced bool `json:"unpriced,omitempty"`
 }
 
-// Add returns the sum of two usages.
+// Add returns the sum of two usages. The cost is kept to a billionth of
+// a dollar, so that sums of binary fractions read as the decimals they
+// are (0.0000925, not 0.00009250000000000001).
 func (u Usage) Add(v Usage) Usage {
 	return Usage{InputTokens: u.InputTokens + v.InputTokens, OutputTokens: u.OutputTokens + v.OutputTokens,
-		CostUSD: u.CostUSD + v.CostUSD, Unpriced: u.Unpriced || v.Unpriced}
+		CostUSD: RoundUSD(u.CostUSD + v.CostUSD), Unpriced: u.Unpriced || v.Unpriced}
 }
+
+// RoundUSD rounds a cost in dollars to a billionth of a dollar.
+func RoundUSD(usd float64) float64 { return math.Round(usd*1e9) / 1e9 }
 
 // TextOf joins the text blocks of content with newlines.
 func TextOf(content []Content) string {

@@ -53,3 +53,19 @@ func TestTextOf(t *testing.T) {
 		}
 	}
 }
+
+// TestUsageCostReadsAsDecimal: summed costs keep to a billionth of a
+// dollar, so they read as the decimals they are.
+func TestUsageCostReadsAsDecimal(t *testing.T) {
+	var u Usage
+	for _, c := range []float64{0.0000075, 0.000085} {
+		u = u.Add(Usage{CostUSD: c})
+	}
+	b, err := json.Marshal(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := `{"inputTokens":0,"outputTokens":0,"costUsd":0.0000925}`; string(b) != want {
+		t.Errorf("usage %s, want %s", b, want)
+	}
+}
