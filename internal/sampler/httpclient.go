@@ -55,6 +55,16 @@ func (l replyLimit) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
+// LimitReply bounds body at MaxReplyBytes, as the clients of NewHTTPClient
+// do, for a reader of a body that a given client may not have bounded.
+// A body it bounds already is returned as it is.
+func LimitReply(body io.ReadCloser) io.ReadCloser {
+	if _, ok := body.(*limitedBody); ok {
+		return body
+	}
+	return &limitedBody{ReadCloser: body, left: MaxReplyBytes}
+}
+
 // limitedBody fails with ErrReplyTooLarge once it has read its limit and
 // more remains. The adapters see the error where they read the body, with
 // the reply's status.

@@ -55,9 +55,7 @@ func Stream(ctx context.Context, prov Provider, req *Request, emit func(Delta)) 
 	}
 	resp, err := prov.Sample(ctx, req)
 	if err == nil {
-		for _, d := range deltasOf(resp.Content) {
-			emit(d)
-		}
+		EmitWhole(resp.Content, emit)
 	}
 	return resp, err
 }
@@ -82,25 +80,23 @@ func (s *Service) stream(ctx context.Context, prov Provider, req *Request, emit 
 	return resp, err
 }
 
-// deltasOf splits a whole answer into the deltas a stream of it would have
+// EmitWhole emits a whole answer as the deltas a stream of it would have
 // carried: one for each text block and one for each tool call.
-func deltasOf(content []Content) []Delta {
-	var out []Delta
+func EmitWhole(content []Content, emit func(Delta)) {
 	calls := 0
 	for _, c := range content {
 		switch c.Type {
 		case BlockText:
 			if c.Text != "" {
-				out = append(out, Delta{Text: c.Text})
+				emit(Delta{Text: c.Text})
 			}
 		case BlockToolUse:
 			args := c.Input
 			if len(args) == 0 {
 				args = json.RawMessage("{}")
 			}
-			out = append(out, Delta{ToolCall: &ToolCallDelta{Index: calls, ID: c.ID, Name: c.Name, Arguments: string(args)}})
+			emit(Delta{ToolCall: &ToolCallDelta{Index: calls, ID: c.ID, Name: c.Name, Arguments: string(args)}})
 			calls++
 		}
 	}
-	return out
 }

@@ -88,8 +88,6 @@ type Provider struct {
 	strict *strictCache
 	// buffers holds *bytes.Buffer that replies are read into.
 	buffers sync.Pool
-	// readers holds the *eventReader of streamed replies.
-	readers sync.Pool
 }
 
 var _ sampler.Provider = (*Provider)(nil)

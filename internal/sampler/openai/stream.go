@@ -2,7 +2,6 @@ package openai
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +10,8 @@ import (
 	"mime"
 	"strings"
 	"time"
+
+	gosse "github.com/tmaxmax/go-sse"
 
 	"github.com/sampled/sampled/internal/chat"
 	"github.com/sampled/sampled/internal/sampler"
@@ -21,12 +22,9 @@ import (
 var eventStreamMediaType = []string{"text/event-stream"}
 
 const (
-	// maxStreamLine bounds one line of an event stream, a chunk's data
-	// line included; the whole stream is bounded by sampler.MaxReplyBytes.
+	// maxStreamLine bounds one event of an event stream, a chunk's data
+	// included; the whole stream is bounded by sampler.MaxReplyBytes.
 	maxStreamLine = 4 << 20
-	// streamBufferSize is the size of the reader of an event stream: a
-	// chunk of a few fragments fits, longer lines are gathered apart.
-	streamBufferSize = 16 << 10
 	// drainWait and drainBytes bound the read of what follows [DONE] (the
 	// end of the body), which lets the connection serve another call.
 	drainWait  = 250 * time.Millisecond
@@ -78,39 +76,43 @@ func (p *Provider) Stream(ctx context.Context, req *sampler.Request, emit func(s
 	if isJSON(resp.Header.Get("Content-Type")) {
 		out, err := p.readWhole(ctx, resp)
 		if err == nil {
-			emitWhole(out.Content, emit)
+			sampler.EmitWhole(out.Content, emit)
 		}
 		return out, err
 	}
-
-	r := p.eventReader(resp.Body)
-	defer p.releaseEventReader(r)
-	return p.readStream(ctx, resp.StatusCode, r, emit, cancel)
+	return p.readStream(ctx, resp.StatusCode, sampler.LimitReply(resp.Body), emit, cancel)
 }
 
-// readStream reads the events of a reply with status, emitting fragments,
-// up to [DONE], then reads on a little (drain) and maps the answer; cancel
-// gives up the reply's request.
-func (p *Provider) readStream(ctx context.Context, status int, r *eventReader, emit func(sampler.Delta),
+// readStream reads the events of a reply body with status, emitting
+// fragments, up to [DONE], then reads on a little (drain) and maps the
+// answer; cancel gives up the reply's request. The end of the body before
+// [DONE] ends a stream that has its finish reason (some servers leave
+// [DONE] out); otherwise the stream was cut short.
+func (p *Provider) readStream(ctx context.Context, status int, body io.Reader, emit func(sampler.Delta),
 	cancel context.CancelFunc) (*sampler.Response, error) {
 	var a assembly
 	var c streamChunk
-	for {
-		data, err := r.next()
-		if a.finish != "" && ctx.Err() == nil && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)) {
-			// Whole but for [DONE], which some servers leave out, and
-			// perhaps the usage.
+	// An event cut short by the end of the body is dropped: go-sse reads
+	// an unexpected end as an error. It reports any failure of the body
+	// as the end of its input; br keeps the failure itself.
+	br := &bodyReader{r: body}
+	for ev, err := range gosse.Read(br, &gosse.ReadConfig{MaxEventSize: maxStreamLine}) {
+		if err != nil && br.err != nil {
+			err = br.err
+		}
+		switch {
+		case err != nil && errors.Is(err, io.ErrUnexpectedEOF) && a.finish != "" && ctx.Err() == nil:
 			return a.response(p, status)
-		}
-		if err != nil {
+		case err != nil:
 			return nil, p.streamError(ctx, status, err)
-		}
-		if isDone(data) {
-			drain(r, cancel)
+		case strings.TrimSpace(ev.Data) == "":
+			continue
+		case strings.TrimSpace(ev.Data) == "[DONE]":
+			drain(body, cancel)
 			return a.response(p, status)
 		}
 		c.reset()
-		if err := json.Unmarshal(data, &c); err != nil {
+		if err := json.Unmarshal([]byte(ev.Data), &c); err != nil {
 			return nil, p.unreadable(status, "unreadable stream chunk: ", err)
 		}
 		if len(c.Error) > 0 && string(c.Error) != "null" {
@@ -118,6 +120,26 @@ func (p *Provider) readStream(ctx context.Context, status int, r *eventReader, e
 		}
 		a.add(&c.Chunk, emit)
 	}
+	return nil, p.streamError(ctx, status, io.ErrUnexpectedEOF) // not reached: Read ends with an error
+}
+
+// bodyReader reads r, keeping its failure, its end read as
+// io.ErrUnexpectedEOF.
+type bodyReader struct {
+	r   io.Reader
+	err error
+}
+
+// Read reads from r.
+func (b *bodyReader) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	if errors.Is(err, io.EOF) {
+		err = io.ErrUnexpectedEOF
+	}
+	if err != nil {
+		b.err = err
+	}
+	return n, err
 }
 
 // streamChunk is one event of the stream: a chunk, or the error object
@@ -137,9 +159,6 @@ func (c *streamChunk) reset() {
 	c.Choices = choices
 }
 
-// isDone reports whether an event's data is the stream's last, [DONE].
-func isDone(data []byte) bool { return string(bytes.TrimSpace(data)) == "[DONE]" }
-
 // isJSON reports whether a Content-Type is JSON's.
 func isJSON(contentType string) bool {
 	mt, _, err := mime.ParseMediaType(contentType)
@@ -154,8 +173,10 @@ func (p *Provider) streamError(ctx context.Context, status int, err error) error
 	switch {
 	case ctx.Err() != nil:
 		return p.transportError(ctx, err)
-	case errors.Is(err, sampler.ErrReplyTooLarge), errors.Is(err, errLineTooLong):
+	case errors.Is(err, sampler.ErrReplyTooLarge):
 		return &sampler.UpstreamError{Provider: p.name, Status: status, Message: err.Error()}
+	case errors.Is(err, bufio.ErrTooLong):
+		return &sampler.UpstreamError{Provider: p.name, Status: status, Message: errLineTooLong.Error()}
 	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
 		return &sampler.UpstreamError{Provider: p.name, Message: streamTruncated, Err: err}
 	}
@@ -179,27 +200,10 @@ func (p *Provider) chunkError(status int, raw json.RawMessage) error {
 // drain reads what follows [DONE], for a while and a few bytes at most, so
 // that the body reaches its end and its connection can be reused; a body
 // whose end is slow to come is given up by cancelling its request.
-func drain(r *eventReader, cancel context.CancelFunc) {
+func drain(body io.Reader, cancel context.CancelFunc) {
 	t := time.AfterFunc(drainWait, cancel)
 	defer t.Stop()
-	_, _ = io.CopyN(io.Discard, r.r, drainBytes)
-}
-
-// emitWhole emits a whole answer as the deltas a stream of it would have
-// carried: its text blocks, then each tool call whole.
-func emitWhole(content []sampler.Content, emit func(sampler.Delta)) {
-	calls := 0
-	for _, c := range content {
-		switch c.Type {
-		case sampler.BlockText:
-			if c.Text != "" {
-				emit(sampler.Delta{Text: c.Text})
-			}
-		case sampler.BlockToolUse:
-			emit(sampler.Delta{ToolCall: &sampler.ToolCallDelta{Index: calls, ID: c.ID, Name: c.Name, Arguments: string(c.Input)}})
-			calls++
-		}
-	}
+	_, _ = io.CopyN(io.Discard, body, drainBytes)
 }
 
 // assembly gathers the fragments of a stream's first choice into the
@@ -318,98 +322,4 @@ func (a *assembly) response(p *Provider, status int) (*sampler.Response, error) 
 		cr.Choices = []chat.Choice{{Message: msg, FinishReason: a.finish}}
 	}
 	return p.decodeResponse(status, &cr)
-}
-
-// eventReader reads the events of a text/event-stream body: lines ended by
-// LF or CRLF, "data:" lines joined into an event's data, a blank line
-// ending the event. Comments and other fields are skipped; an event cut
-// short by the end of the body is dropped.
-type eventReader struct {
-	r *bufio.Reader
-	// line gathers a line longer than r's buffer.
-	line []byte
-	// data is the current event's data.
-	data []byte
-	// read counts the bytes read, bounded by sampler.MaxReplyBytes.
-	read int64
-}
-
-// eventReader returns a reader of body from the provider's pool.
-func (p *Provider) eventReader(body io.Reader) *eventReader {
-	if r, ok := p.readers.Get().(*eventReader); ok {
-		r.r.Reset(body)
-		return r
-	}
-	return &eventReader{r: bufio.NewReaderSize(body, streamBufferSize)}
-}
-
-// releaseEventReader returns r to the pool unless a long line grew it.
-func (p *Provider) releaseEventReader(r *eventReader) {
-	if cap(r.line) > streamBufferSize || cap(r.data) > streamBufferSize {
-		return
-	}
-	r.r.Reset(nil)
-	r.line, r.data, r.read = r.line[:0], r.data[:0], 0
-	p.readers.Put(r)
-}
-
-// next returns the data of the next event that has some, valid until the
-// next call; io.EOF at the end of the body.
-func (r *eventReader) next() ([]byte, error) {
-	r.data = r.data[:0]
-	has := false
-	for {
-		line, err := r.readLine()
-		if err != nil {
-			return nil, err
-		}
-		if len(line) == 0 {
-			if has && len(bytes.TrimSpace(r.data)) > 0 {
-				return r.data, nil
-			}
-			r.data, has = r.data[:0], false
-			continue
-		}
-		field, value, _ := bytes.Cut(line, []byte(":"))
-		if string(field) != "data" {
-			continue
-		}
-		if has {
-			r.data = append(r.data, '\n')
-		}
-		r.data = append(r.data, bytes.TrimPrefix(value, []byte(" "))...)
-		has = true
-	}
-}
-
-// readLine returns the next line without its end, valid until the next
-// call; io.EOF at the end of the body, a last line without an end being
-// dropped.
-func (r *eventReader) readLine() ([]byte, error) {
-	b, err := r.r.ReadSlice('\n')
-	if errors.Is(err, bufio.ErrBufferFull) {
-		r.line = append(r.line[:0], b...)
-		for errors.Is(err, bufio.ErrBufferFull) {
-			if len(r.line) > maxStreamLine {
-				return nil, errLineTooLong
-			}
-			b, err = r.r.ReadSlice('\n')
-			r.line = append(r.line, b...)
-		}
-		b = r.line
-	}
-	r.read += int64(len(b))
-	switch {
-	case r.read > sampler.MaxReplyBytes:
-		return nil, sampler.ErrReplyTooLarge
-	case len(b) > maxStreamLine+1:
-		return nil, errLineTooLong
-	case err != nil:
-		return nil, err
-	}
-	b = b[:len(b)-1]
-	if n := len(b); n > 0 && b[n-1] == '\r' {
-		b = b[:n-1]
-	}
-	return b, nil
 }

@@ -601,7 +601,7 @@ func TestStreamService(t *testing.T) {
 // TestStreamTooLarge: a stream longer than sampler.MaxReplyBytes fails,
 // whether the provider's own client cuts it or a given client does not.
 func TestStreamTooLarge(t *testing.T) {
-	line := ": " + strings.Repeat("x", 62) + "\n"
+	line := ": " + strings.Repeat("x", 61) + "\n\n" // small events: the whole stream is what is too large
 	body := sse(chunkOf(`{"content":"Hi"}`, "")) + strings.Repeat(line, sampler.MaxReplyBytes/len(line)+1)
 	tests := []struct {
 		name   string
