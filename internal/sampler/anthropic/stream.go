@@ -232,18 +232,7 @@ func (f *fragments) finish(resp *sampler.Response) {
 			return // the answer is the streamed input
 		}
 	}
-	calls := 0
-	for _, c := range resp.Content {
-		switch c.Type {
-		case sampler.BlockText:
-			if c.Text != "" {
-				f.emit(sampler.Delta{Text: c.Text})
-			}
-		case sampler.BlockToolUse:
-			f.emit(sampler.Delta{ToolCall: &sampler.ToolCallDelta{Index: calls, ID: c.ID, Name: c.Name, Arguments: string(c.Input)}})
-			calls++
-		}
-	}
+	sampler.EmitWhole(resp.Content, f.emit)
 }
 
 // jsonSpace drops the insignificant space of a JSON text that arrives in
