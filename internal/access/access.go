@@ -138,7 +138,12 @@ type Caller struct {
 }
 
 // Name is the key's configured name; "" for the anonymous caller.
-func (c *Caller) Name() string { return c.name }
+func (c *Caller) Name() string {
+	if c == nil {
+		return "" // no caller: the service has no access guard
+	}
+	return c.name
+}
 
 // Guard holds the key set and the limits. It is safe for concurrent use.
 type Guard struct {

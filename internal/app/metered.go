@@ -118,10 +118,7 @@ func (series *modelSeries) record(ctx context.Context, start time.Time, resp *sa
 		return resp, nil
 	}
 	resp.Usage.CostUSD = Cost(resp.Usage, series.price)
-	key := metrics.AnonymousKey
-	if c := access.FromContext(ctx); c != nil {
-		key = metrics.KeyLabel(c.Name())
-	}
+	key := metrics.KeyLabel(access.FromContext(ctx).Name())
 	series.cost.WithLabelValues(key, series.provider, series.id).Add(resp.Usage.CostUSD)
 	return resp, nil
 }

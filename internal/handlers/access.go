@@ -55,7 +55,6 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 		// The caller travels in the context: the cost of the upstream
 		// calls it causes, loops' included, is counted by its key name.
 		if ri := info(r.Context()); ri != nil {
-			ri.caller = c
 			ri.seat.Set(c)
 		} else {
 			r = r.WithContext(access.NewContext(r.Context(), c))
@@ -67,45 +66,26 @@ func (s *server) authenticate(next http.Handler) http.Handler {
 			s.tooMany(w, r, c, metrics.LimitRequests, wait, "this API key sent more requests than its rate per minute allows")
 			return
 		}
-		s.metrics.AccessRequests.WithLabelValues(keyLabel(c)).Inc()
+		s.metrics.AccessRequests.WithLabelValues(metrics.KeyLabel(c.Name())).Inc()
 		next.ServeHTTP(w, r)
 	})
 }
 
 // callerOf returns the request's caller; nil when the service has no
 // access guard.
-func callerOf(ctx context.Context) *access.Caller {
-	if ri := info(ctx); ri != nil && ri.caller != nil {
-		return ri.caller
-	}
-	return access.FromContext(ctx)
-}
+func callerOf(ctx context.Context) *access.Caller { return access.FromContext(ctx) }
 
 // ownerOf is the run owner of the request's caller: its key's name, "" for
 // the anonymous caller or without a guard.
-func ownerOf(ctx context.Context) string {
-	if c := callerOf(ctx); c != nil {
-		return c.Name()
-	}
-	return ""
-}
+func ownerOf(ctx context.Context) string { return callerOf(ctx).Name() }
 
 // keyed reports whether runs are owned: API keys are configured.
 func (s *server) keyed() bool { return s.guard != nil && s.guard.Enabled() }
 
-// keyLabel is the caller's key label in metrics: the configured name, or
-// metrics.AnonymousKey.
-func keyLabel(c *access.Caller) string {
-	if c == nil {
-		return metrics.AnonymousKey
-	}
-	return metrics.KeyLabel(c.Name())
-}
-
 // tooMany answers 429 with Retry-After and counts it under the limit
 // reached.
 func (s *server) tooMany(w http.ResponseWriter, r *http.Request, c *access.Caller, limit string, wait time.Duration, detail string) {
-	s.metrics.RateLimited.WithLabelValues(keyLabel(c), limit).Inc()
+	s.metrics.RateLimited.WithLabelValues(metrics.KeyLabel(c.Name()), limit).Inc()
 	s.writeProblem(w, r, Problem{Type: problemBase + "rate-limited", Title: "Too many requests", Status: http.StatusTooManyRequests,
 		Detail: detail, Extensions: map[string]any{"limit": limit}, retryAfter: wait})
 }

@@ -20,12 +20,11 @@ type ctxKey struct{}
 // its id and what handlers add to its log line. It is made once per
 // request, with the status writer, by instrument.
 type reqInfo struct {
-	id     string
-	attrs  []slog.Attr // starts in buf: one allocation for both
-	buf    [8]slog.Attr
-	sw     statusWriter
-	caller *access.Caller // set by authenticate
-	seat   access.Seat    // the caller, for the context's readers
+	id    string
+	attrs []slog.Attr // starts in buf: one allocation for both
+	buf   [8]slog.Attr
+	sw    statusWriter
+	seat  access.Seat // the caller, seated by authenticate
 }
 
 func info(ctx context.Context) *reqInfo {
