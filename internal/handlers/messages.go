@@ -18,30 +18,13 @@ const invalidParams = -32602
 
 func (s *server) handleMessages(w http.ResponseWriter, r *http.Request) {
 	raw, err := s.readBody(w, r)
+	var body *sampler.CreateMessageParams
+	var stream bool
 	if err == nil {
-		err = anthropicShaped(raw)
-	}
-	var body sampler.CreateMessageParams
-	if err == nil {
-		err = decodeJSON(raw, &body, false)
+		body, stream, err = decodeMessages(raw)
 	}
 	if err != nil {
 		s.writeMessagesError(w, r, err)
-		return
-	}
-	// MCP leaves the params open, for extensions; this endpoint takes one,
-	// stream, and no other.
-	stream, err := takeStream(body.Extra)
-	if err != nil {
-		s.writeMessagesError(w, r, err)
-		return
-	}
-	if len(body.Extra) > 0 {
-		var errs []sampler.FieldError
-		for _, k := range slices.Sorted(maps.Keys(body.Extra)) {
-			errs = append(errs, sampler.FieldError{Path: "/" + jsonpointer.EscapeToken(k), Message: fmt.Sprintf("unknown member %q", k)})
-		}
-		s.writeMessagesError(w, r, sampler.InvalidAll(errs))
 		return
 	}
 	p, err := body.Params()
@@ -93,6 +76,33 @@ func messagesProblem(err error) Problem {
 		p.Extensions["code"] = invalidParams
 	}
 	return p
+}
+
+// decodeMessages reads the params of POST /v1/messages and their one
+// extension, stream. MCP leaves the params open, for extensions; this
+// endpoint takes no other. A body that fails, and is in the shape of
+// Anthropic's Messages API, gets anthropicShaped's error instead.
+func decodeMessages(raw []byte) (*sampler.CreateMessageParams, bool, error) {
+	var body sampler.CreateMessageParams
+	var stream bool
+	err := decodeJSON(raw, &body, false)
+	if err == nil {
+		stream, err = takeStream(body.Extra)
+	}
+	if err == nil && len(body.Extra) > 0 {
+		var errs []sampler.FieldError
+		for _, k := range slices.Sorted(maps.Keys(body.Extra)) {
+			errs = append(errs, sampler.FieldError{Path: "/" + jsonpointer.EscapeToken(k), Message: fmt.Sprintf("unknown member %q", k)})
+		}
+		err = sampler.InvalidAll(errs)
+	}
+	if err != nil {
+		if aerr := anthropicShaped(raw); aerr != nil {
+			return nil, false, aerr
+		}
+		return nil, false, err
+	}
+	return &body, stream, nil
 }
 
 // anthropicShaped refuses a body in the shape of Anthropic's Messages API
