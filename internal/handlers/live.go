@@ -29,6 +29,9 @@ func wantsStream(r *http.Request, stream bool) bool {
 		return true
 	}
 	for _, v := range r.Header.Values("Accept") {
+		if !strings.Contains(v, "text/event-stream") {
+			continue // most requests: nothing to parse
+		}
 		for part := range strings.SplitSeq(v, ",") {
 			if mt, _, err := mime.ParseMediaType(part); err == nil && mt == "text/event-stream" {
 				return true
