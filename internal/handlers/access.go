@@ -7,16 +7,22 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/sampled/sampled/internal/access"
+	"github.com/sampled/sampled/internal/console"
 	"github.com/sampled/sampled/internal/metrics"
 )
 
 // openPath reports whether a path is served without an API key: health,
 // readiness, this API's document and, unless Config.MetricsNeedKey says
-// otherwise, the metrics.
+// otherwise, the metrics; and the web console, whose pages ask for a key
+// when the API they call answers 401.
 func (s *server) openPath(path string) bool {
+	if path == console.Prefix || strings.HasPrefix(path, console.Prefix+"/") {
+		return true
+	}
 	switch path {
 	case "/healthz", "/readyz", "/openapi.yaml":
 		return true

@@ -78,6 +78,10 @@ var specOnce = sync.OnceValues(func() (*contract, error) {
 	// Event streams are documented as strings (type: string): read them as
 	// text. Each event is checked against LoopEvent by checkEventStream.
 	openapi3filter.RegisterBodyDecoder("text/event-stream", openapi3filter.PlainBodyDecoder)
+	// So are the console's page and assets.
+	for _, ct := range []string{"text/html", "text/javascript", "text/css", "image/svg+xml"} {
+		openapi3filter.RegisterBodyDecoder(ct, openapi3filter.PlainBodyDecoder)
+	}
 	router, err := gorillamux.NewRouter(doc)
 	if err != nil {
 		return nil, fmt.Errorf("route api/openapi.yaml: %w", err)
@@ -898,6 +902,10 @@ func TestResponsesMatchSpec(t *testing.T) {
 		{name: "loops start short log", shortLog: true, method: "POST", path: "/v1/loops", body: calcLoop, wantStatus: 201, saveLoop: "short"},
 		{name: "loop events expired", shortLog: true, method: "GET", path: "/v1/loops/{short}/events", waitLoop: "short", wantStatus: 410, check: wantProblem("events-expired")},
 		{name: "loop events within the log", shortLog: true, method: "GET", path: "/v1/loops/{short}/events?lastEventId=5", wantStatus: 200, events: wantCalcEvents(6)},
+
+		{name: "console page", method: "GET", path: "/console", wantStatus: 200},
+		{name: "console asset", method: "GET", path: "/console/app.js", wantStatus: 200},
+		{name: "console missing asset", method: "GET", path: "/console/nothing.js", wantStatus: 404},
 
 		{name: "unknown route", method: "GET", path: "/v2/nothing", wantStatus: 404},
 		{name: "wrong method", method: "GET", path: "/v1/sample", wantStatus: 405},

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/sampled/sampled/internal/console"
 )
 
 // route is one operation of the service: a method, a net/http.ServeMux
@@ -40,6 +42,11 @@ func (s *server) table() []route {
 		// takes a place of the in-flight cap as the other sampling routes do.
 		{http.MethodPost, "/mcp", s.limitSampling(s.mcp)},
 		{http.MethodDelete, "/mcp", s.mcp},
+
+		// The web console: its page and its assets, which call the routes
+		// above from the browser.
+		{http.MethodGet, "/console", console.Handler()},
+		{http.MethodGet, "/console/{file}", console.Handler()},
 	}
 }
 

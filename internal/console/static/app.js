@@ -1,0 +1,2 @@
+// The console's entry point.
+document.body.append(document.createTextNode('sampled console'));
