@@ -86,8 +86,12 @@ type live struct {
 // stream sets p's callbacks to write its deltas and retries to l.
 func (l *live) stream(p *sampler.Params) {
 	p.OnDelta = func(d sampler.Delta) { l.event(eventDelta, d) }
+	// The domain hands over the corrective turn, then the retry it starts.
+	var turn *sampler.Message
+	p.OnCorrection = func(_ int, m sampler.Message) { turn = &m }
 	p.OnRetry = func(attempt int, errs []sampler.FieldError) {
-		l.event(eventAttempt, attemptEvent{Attempt: attempt, Errors: errs})
+		l.event(eventAttempt, attemptEvent{Attempt: attempt, Errors: errs, Correction: turn})
+		turn = nil
 	}
 }
 
@@ -95,6 +99,8 @@ func (l *live) stream(p *sampler.Params) {
 type attemptEvent struct {
 	Attempt int                  `json:"attempt"`
 	Errors  []sampler.FieldError `json:"errors"`
+	// Correction is the corrective user turn sent before the attempt.
+	Correction *sampler.Message `json:"correction,omitempty"`
 }
 
 // event writes one event.

@@ -112,6 +112,16 @@ func TestSampleSchemaStreamsAttempts(t *testing.T) {
 	if len(attempts) != 1 || attempts[0].Attempt != 2 || len(attempts[0].Errors) == 0 {
 		t.Fatalf("attempt events %+v; want one, for attempt 2, with the errors", attempts)
 	}
+	// The corrective turn sent before attempt 2 names each error's path.
+	fix := attempts[0].Correction
+	if fix == nil || fix.Role != sampler.RoleUser || len(fix.Content) != 1 {
+		t.Fatalf("correction %+v; want the corrective user turn", fix)
+	}
+	for _, e := range attempts[0].Errors {
+		if !strings.Contains(fix.Content[0].Text, e.Path+": ") {
+			t.Errorf("corrective turn %q does not name %s", fix.Content[0].Text, e.Path)
+		}
+	}
 	var res resultBody
 	if err := json.Unmarshal([]byte(evs[len(evs)-1].Data), &res); err != nil {
 		t.Fatal(err)

@@ -128,6 +128,10 @@ type Params struct {
 	// attempt about to be made (from 2) and the errors it corrects: a
 	// caller that reports progress reports retries too.
 	OnRetry func(attempt int, errs []FieldError)
+	// OnCorrection, if set, is called before OnRetry with the same
+	// attempt and the corrective user turn sent before it: a caller that
+	// shows a retry can show what the model was told.
+	OnCorrection func(attempt int, turn Message)
 	// OnDelta, if set, streams the answer: each fragment is handed to it as
 	// it arrives, on the goroutine that called the Service, tagged with its
 	// attempt. Deltas of an attempt that fails validation are followed by

@@ -248,7 +248,11 @@ func (s *Service) guaranteed(ctx context.Context, p *Params, method string) (*Re
 		s.observe.AnswerInvalid(method, kind, a < attempts)
 		if a < attempts {
 			s.observe.Retried(method, own)
-			req.Messages = append(req.Messages, correction(res, errs, method, kind)...)
+			fix := correction(res, errs, method, kind)
+			req.Messages = append(req.Messages, fix...)
+			if p.OnCorrection != nil {
+				p.OnCorrection(a+1, fix[len(fix)-1])
+			}
 			if p.OnRetry != nil {
 				p.OnRetry(a+1, errs)
 			}
