@@ -13,6 +13,7 @@
 package access
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -20,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -67,6 +69,11 @@ type Key struct {
 	// for this key when positive.
 	RequestsPerMinute int
 	ConcurrentLoops   int
+	// TokensPerMinute, USDPerDay and USDPerMonth override the Options'
+	// budgets for this key when positive.
+	TokensPerMinute int
+	USDPerDay       float64
+	USDPerMonth     float64
 }
 
 // Options configure a Guard. Zero limits mean no limit.
@@ -80,14 +87,24 @@ type Options struct {
 	// ConcurrentLoops is how many loops each key may have running, unless
 	// the key sets its own.
 	ConcurrentLoops int
+	// TokensPerMinute is each key's rate of tokens (input and output), and
+	// USDPerDay and USDPerMonth its spend in a UTC day and month, unless
+	// the key sets its own (Guard.Reserve).
+	TokensPerMinute int
+	USDPerDay       float64
+	USDPerMonth     float64
 	// InFlightSamples caps the sampling requests served at once, by all
 	// callers together.
 	InFlightSamples int
 	// Shared, when set, counts each key's requests and loops where every
 	// replica sees them; nil counts them in this process.
 	Shared SharedLimits
-	// Unchecked is called, with LimitRequests or LimitLoops, for each
-	// request or loop let in because Shared failed; it may be nil.
+	// Budgets, when set, count each key's tokens and spend where every
+	// replica sees them; nil counts them in this process.
+	Budgets SharedBudgets
+	// Unchecked is called, with LimitRequests, LimitLoops, LimitTokens or
+	// LimitBudget, for each request, loop or sampling call let in because
+	// Shared or Budgets failed; it may be nil.
 	Unchecked func(limit string)
 	// Logger gets a warning, at most every LogEvery, while Shared fails;
 	// nil discards.
@@ -129,12 +146,19 @@ var (
 // Caller is who sent a request: a configured key, or the anonymous caller
 // of a Guard without keys. Its methods are safe for concurrent use.
 type Caller struct {
+	g       *Guard // the Guard of the caller's limits
 	name    string
 	limiter *rate.Limiter // nil: no rate limit
 	rpm     int           // the rate of limiter, for SharedLimits
 	burst   int
 	loops   atomic.Int64
 	maxLoop int64 // 0: no limit
+
+	tpm       int           // tokens per minute; 0: no limit
+	perToken  time.Duration // minute/tpm: how long a token stays in use
+	dayNano   int64         // spend limits in billionths of a dollar; 0: none
+	monthNano int64
+	budget    localBudget // the budget's state without shared budgets
 }
 
 // Name is the key's configured name; "" for the anonymous caller.
@@ -155,6 +179,7 @@ type Guard struct {
 	now      func() time.Time
 
 	shared    SharedLimits
+	budgets   SharedBudgets
 	unchecked func(limit string)
 	log       *slog.Logger
 	lastLog   atomic.Int64 // unix nanoseconds of the last warning that shared limits fail
@@ -163,12 +188,14 @@ type Guard struct {
 
 // New checks the options and returns a Guard.
 func New(o Options) (*Guard, error) {
-	g := &Guard{maxInFl: int64(o.InFlightSamples), now: time.Now, anon: &Caller{},
-		shared: o.Shared, unchecked: o.Unchecked, log: o.Logger}
+	g := &Guard{maxInFl: int64(o.InFlightSamples), now: time.Now,
+		shared: o.Shared, budgets: o.Budgets, unchecked: o.Unchecked, log: o.Logger}
+	g.anon = &Caller{g: g}
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
 	}
-	if o.RequestsPerMinute < 0 || o.ConcurrentLoops < 0 || o.InFlightSamples < 0 {
+	if o.RequestsPerMinute < 0 || o.ConcurrentLoops < 0 || o.InFlightSamples < 0 || o.TokensPerMinute < 0 ||
+		!validUSD(o.USDPerDay) || !validUSD(o.USDPerMonth) {
 		return nil, errors.New("access: limits must not be negative")
 	}
 	names := map[string]bool{}
@@ -178,7 +205,7 @@ func New(o Options) (*Guard, error) {
 			return nil, fmt.Errorf("access: key %d has no name", i)
 		case names[k.Name]:
 			return nil, fmt.Errorf("access: key name %q is used twice", k.Name)
-		case k.RequestsPerMinute < 0 || k.ConcurrentLoops < 0:
+		case k.RequestsPerMinute < 0 || k.ConcurrentLoops < 0 || k.TokensPerMinute < 0 || !validUSD(k.USDPerDay) || !validUSD(k.USDPerMonth):
 			return nil, fmt.Errorf("access: key %q: limits must not be negative", k.Name)
 		}
 		for _, d := range g.keys {
@@ -194,7 +221,8 @@ func New(o Options) (*Guard, error) {
 		if k.ConcurrentLoops > 0 {
 			loops = k.ConcurrentLoops
 		}
-		c := &Caller{name: k.Name, maxLoop: int64(loops)}
+		c := &Caller{g: g, name: k.Name, maxLoop: int64(loops)}
+		c.setBudgets(cmp.Or(k.TokensPerMinute, o.TokensPerMinute), cmp.Or(k.USDPerDay, o.USDPerDay), cmp.Or(k.USDPerMonth, o.USDPerMonth))
 		if rpm > 0 {
 			// The rate is the key's requests per minute; a burst of a
 			// tenth of a minute's worth lets clients send a few requests at
@@ -335,9 +363,14 @@ func (g *Guard) failed(ctx context.Context, limit string, c *Caller, err error) 
 	if g.unchecked != nil {
 		g.unchecked(limit)
 	}
+	g.warn(limit, c, err)
+}
+
+// warn logs that shared limits fail, at most every LogEvery.
+func (g *Guard) warn(limit string, c *Caller, err error) {
 	now, last := g.now().UnixNano(), g.lastLog.Load()
 	if now-last >= int64(LogEvery) && g.lastLog.CompareAndSwap(last, now) {
-		g.log.Warn("shared limits do not answer: requests and loops are let in unchecked (limits fail open)",
+		g.log.Warn("shared limits do not answer: requests, loops and sampling calls are let in unchecked, usage may go uncounted (limits fail open)",
 			"limit", limit, "key", c.name, "err", err)
 	}
 }
@@ -383,3 +416,7 @@ func FromContext(ctx context.Context) *Caller {
 	}
 	return nil
 }
+
+// validUSD reports whether v is a dollar amount a limit may be: not
+// negative, not NaN, finite.
+func validUSD(v float64) bool { return v >= 0 && !math.IsInf(v, 0) }

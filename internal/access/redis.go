@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"sync"
 	"time"
 
@@ -39,13 +40,15 @@ type RedisOptions struct {
 	Logger *slog.Logger
 	// Observe, if set, is told of each Redis call: its operation
 	// (limit_rate, limit_loop_start, limit_loop_renew,
-	// limit_loop_release), duration and error.
+	// limit_loop_release, limit_budget_read, limit_budget_charge),
+	// duration and error.
 	Observe func(op string, d time.Duration, err error)
 }
 
-// RedisLimits keeps each key's request rate and running loops in Redis, so
+// RedisLimits keeps each key's request rate, running loops and budgets
+// (tokens per minute, spend per day and month) in Redis, so
 // that every replica using the same Redis and Prefix shares one budget per
-// key. It implements SharedLimits.
+// key. It implements SharedLimits and SharedBudgets.
 //
 // The rate is redis_rate's GCRA (the token bucket of the in-process
 // limiter, kept as one "theoretical arrival time" per key), on Redis's
@@ -245,4 +248,92 @@ func (r *RedisLimits) renew() {
 			}
 		}
 	}
+}
+
+// The keys of a key's budgets share one hash tag, so that a script may
+// touch them all on a Redis Cluster too.
+func (r *RedisLimits) tokensKey(name string) string { return r.prefix + "limit:{" + name + "}:tokens" }
+func (r *RedisLimits) spendKey(name string, w Window) string {
+	return r.prefix + "limit:{" + name + "}:usd:" + w.Name
+}
+
+// spendGrace is how long a window's spend is kept after the window ends:
+// replicas whose clocks differ a little still read and add to the same
+// count.
+const spendGrace = 24 * time.Hour
+
+// spentScript reads Redis's clock (µs), the TAT of the token rate
+// KEYS[1] (µs on that clock) and the spend of the windows KEYS[2] and
+// KEYS[3] (billionths of a dollar); absent ones are "".
+var spentScript = goredis.NewScript(`
+local t = redis.call('TIME')
+local v = redis.call('MGET', KEYS[1], KEYS[2], KEYS[3])
+return {t[1], t[2], v[1] or '', v[2] or '', v[3] or ''}
+`)
+
+// chargeScript pushes the TAT of KEYS[1] ARGV[1] µs further (from now at
+// least), when ARGV[1] > 0, and adds ARGV[2] billionths of a dollar to
+// KEYS[2] and KEYS[3], which expire at ARGV[3] and ARGV[4] (unix ms).
+var chargeScript = goredis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local add = tonumber(ARGV[1])
+if add > 0 then
+  local tat = tonumber(redis.call('GET', KEYS[1]) or '0')
+  if tat < now then tat = now end
+  tat = tat + add
+  redis.call('SET', KEYS[1], string.format('%.0f', tat), 'PX', math.floor((tat - now) / 1000) + 1)
+end
+if tonumber(ARGV[2]) > 0 then
+  redis.call('INCRBY', KEYS[2], ARGV[2])
+  redis.call('PEXPIREAT', KEYS[2], ARGV[3])
+  redis.call('INCRBY', KEYS[3], ARGV[2])
+  redis.call('PEXPIREAT', KEYS[3], ARGV[4])
+end
+return 0
+`)
+
+// Spent reads the key's token rate, on Redis's clock, and its spend in
+// the day and the month, shared by every replica. It implements
+// SharedBudgets.
+func (r *RedisLimits) Spent(ctx context.Context, key string, day, month Window) (Spent, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.limit)
+	defer cancel()
+	start := time.Now()
+	v, err := spentScript.Run(ctx, r.c, []string{r.tokensKey(key), r.spendKey(key, day), r.spendKey(key, month)}).StringSlice()
+	r.observe("limit_budget_read", time.Since(start), err)
+	if err != nil {
+		return Spent{}, fmt.Errorf("budgets in Redis: %w", err)
+	}
+	if len(v) != 5 {
+		return Spent{}, fmt.Errorf("budgets in Redis: %d values, want 5", len(v))
+	}
+	var n [5]int64
+	for i, s := range v {
+		if s == "" {
+			continue
+		}
+		if n[i], err = strconv.ParseInt(s, 10, 64); err != nil {
+			return Spent{}, fmt.Errorf("budgets in Redis: %q is not a count", s)
+		}
+	}
+	now := n[0]*1e6 + n[1]
+	return Spent{TokensInUse: time.Duration(max(0, n[2]-now)) * time.Microsecond, DayNano: n[3], MonthNano: n[4]}, nil
+}
+
+// Charge adds tokens × perToken to the key's token rate and nanoUSD to
+// its day and month, shared by every replica. It implements
+// SharedBudgets.
+func (r *RedisLimits) Charge(ctx context.Context, key string, tokens int, perToken time.Duration, nanoUSD int64, day, month Window) error {
+	ctx, cancel := context.WithTimeout(ctx, r.limit)
+	defer cancel()
+	start := time.Now()
+	add := int64(tokens) * perToken.Microseconds()
+	err := chargeScript.Run(ctx, r.c, []string{r.tokensKey(key), r.spendKey(key, day), r.spendKey(key, month)},
+		add, nanoUSD, day.End.Add(spendGrace).UnixMilli(), month.End.Add(spendGrace).UnixMilli()).Err()
+	r.observe("limit_budget_charge", time.Since(start), err)
+	if err != nil {
+		return fmt.Errorf("budgets in Redis: %w", err)
+	}
+	return nil
 }

@@ -40,7 +40,7 @@ func replicas(t *testing.T, n int, ro RedisOptions, o Options) []replica {
 	for i := range out {
 		l := NewRedisLimits(redistest.Client(t, 10), ro)
 		t.Cleanup(l.Close)
-		o.Shared = l
+		o.Shared, o.Budgets = l, l
 		out[i] = replica{g: mustGuard(t, o), l: l}
 	}
 	return out

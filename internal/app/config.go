@@ -86,16 +86,18 @@ func samplingPolicies(servers map[string]config.MCPServer) map[string]host.Polic
 
 // newGuard builds the access guard of the configured API keys and limits,
 // and creates their metric series. With keys and a Redis URL, the keys'
-// limits are shared through Redis (openLimits).
+// limits, budgets included, are shared through Redis (openLimits).
 func (a *App) newGuard(c *config.Config, m *metrics.Metrics, rm *metrics.Redis, log *slog.Logger) (*access.Guard, error) {
 	lim := c.Limits.WithDefaults()
 	o := access.Options{InFlightSamples: lim.InFlightSamples, Logger: log,
 		Unchecked: func(limit string) { m.LimitUnchecked.WithLabelValues(limit).Inc() }}
 	if len(c.APIKeys) > 0 {
 		o.RequestsPerMinute, o.ConcurrentLoops = lim.RequestsPerMinute, lim.ConcurrentLoops
+		o.TokensPerMinute, o.USDPerDay, o.USDPerMonth = lim.TokensPerMinute, lim.USDPerDay, lim.USDPerMonth
 	}
 	for _, k := range c.APIKeys {
-		key := access.Key{Name: k.Name, RequestsPerMinute: k.RequestsPerMinute, ConcurrentLoops: k.ConcurrentLoops}
+		key := access.Key{Name: k.Name, RequestsPerMinute: k.RequestsPerMinute, ConcurrentLoops: k.ConcurrentLoops,
+			TokensPerMinute: k.TokensPerMinute, USDPerDay: k.USDPerDay, USDPerMonth: k.USDPerMonth}
 		if k.Hash != "" {
 			d, err := access.ParseDigest(k.Hash)
 			if err != nil {
@@ -112,6 +114,8 @@ func (a *App) newGuard(c *config.Config, m *metrics.Metrics, rm *metrics.Redis, 
 		if o.Shared, err = a.openLimits(c.Redis, rm, log); err != nil {
 			return nil, err
 		}
+		// The keys' budgets are kept in the same Redis.
+		o.Budgets, _ = o.Shared.(access.SharedBudgets)
 	}
 	g, err := access.New(o)
 	if err != nil {

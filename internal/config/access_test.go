@@ -14,6 +14,8 @@ func TestAPIKeysAndLimits(t *testing.T) {
   - name: ci
     hash: ` + hash + `
     requestsPerMinute: 30
+    tokensPerMinute: 5000
+    usdPerDay: 2.5
   - name: ops
     keyEnv: OPS_KEY
   - name: bot
@@ -22,6 +24,9 @@ func TestAPIKeysAndLimits(t *testing.T) {
 limits:
   requestsPerMinute: 120
   inFlightSamples: 8
+  tokensPerMinute: 100000
+  usdPerDay: 10
+  usdPerMonth: 200
 metricsNeedKey: true
 `
 	c, err := Load(env(map[string]string{"SAMPLED_CONFIG": "c.yaml", "OPS_KEY": "ops-secret"}),
@@ -30,14 +35,15 @@ metricsNeedKey: true
 		t.Fatal(err)
 	}
 	want := []APIKey{
-		{Name: "ci", Hash: hash, RequestsPerMinute: 30},
+		{Name: "ci", Hash: hash, RequestsPerMinute: 30, TokensPerMinute: 5000, USDPerDay: 2.5},
 		{Name: "ops", KeyEnv: "OPS_KEY", Key: "ops-secret"},
 		{Name: "bot", KeyFile: "/run/secrets/bot_key", ConcurrentLoops: 2, Key: "bot-secret"},
 	}
 	if diff := cmp.Diff(want, c.APIKeys); diff != "" {
 		t.Errorf("apiKeys (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(Limits{RequestsPerMinute: 120, ConcurrentLoops: 10, InFlightSamples: 8}, c.Limits.WithDefaults()); diff != "" {
+	if diff := cmp.Diff(Limits{RequestsPerMinute: 120, ConcurrentLoops: 10, InFlightSamples: 8,
+		TokensPerMinute: 100000, USDPerDay: 10, USDPerMonth: 200}, c.Limits.WithDefaults()); diff != "" {
 		t.Errorf("limits with defaults (-want +got):\n%s", diff)
 	}
 	if !c.MetricsNeedKey {
@@ -64,6 +70,12 @@ func TestAPIKeysRefused(t *testing.T) {
 		{"short hash", "apiKeys: [{name: a, hash: sha256:abcd}]", "apiKeys[0].hash: want sha256:"},
 		{"negative key limit", "apiKeys: [{name: a, keyEnv: K, concurrentLoops: -1}]", "apiKeys[0]: limits must not be negative"},
 		{"negative limit", "limits: {inFlightSamples: -1}", "limits: must not be negative"},
+		{"negative tokens", "limits: {tokensPerMinute: -1}", "limits.tokensPerMinute: must not be negative, got -1"},
+		{"negative day", "limits: {usdPerDay: -0.5}", "limits.usdPerDay: want a non-negative number of US dollars, got -0.5"},
+		{"NaN month", "limits: {usdPerMonth: .nan}", "limits.usdPerMonth: want a non-negative number of US dollars, got NaN"},
+		{"negative key tokens", "apiKeys: [{name: a, keyEnv: K, tokensPerMinute: -5}]", "apiKeys[0].tokensPerMinute: must not be negative, got -5"},
+		{"infinite key month", "apiKeys: [{name: a, keyEnv: K, usdPerMonth: .inf}]", "apiKeys[0].usdPerMonth: want a non-negative number of US dollars, got +Inf"},
+		{"budget not a number", "limits: {usdPerDay: lots}", "cannot unmarshal"},
 		{"unknown limit", "limits: {rpm: 3}", "field rpm not found"},
 		{"empty env", "apiKeys: [{name: a, keyEnv: EMPTY}]", "apiKeys[0].keyEnv: environment variable EMPTY is empty"},
 		{"missing file", "apiKeys: [{name: a, keyFile: /nope}]", "apiKeys[0].keyFile: cannot read /nope"},

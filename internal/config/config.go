@@ -113,9 +113,13 @@ type APIKey struct {
 	Hash    string `yaml:"hash"`
 	KeyEnv  string `yaml:"keyEnv"`
 	KeyFile string `yaml:"keyFile"`
-	// RequestsPerMinute and ConcurrentLoops override Limits for this key.
-	RequestsPerMinute int `yaml:"requestsPerMinute"`
-	ConcurrentLoops   int `yaml:"concurrentLoops"`
+	// RequestsPerMinute, ConcurrentLoops, TokensPerMinute, USDPerDay and
+	// USDPerMonth override Limits for this key; 0 means Limits'.
+	RequestsPerMinute int     `yaml:"requestsPerMinute"`
+	ConcurrentLoops   int     `yaml:"concurrentLoops"`
+	TokensPerMinute   int     `yaml:"tokensPerMinute"`
+	USDPerDay         float64 `yaml:"usdPerDay"`
+	USDPerMonth       float64 `yaml:"usdPerMonth"`
 
 	// Key is resolved from KeyEnv or KeyFile by Load.
 	Key Secret `yaml:"-"`
@@ -129,6 +133,17 @@ type Limits struct {
 	// ConcurrentLoops is how many loops each key may run at once;
 	// default 10.
 	ConcurrentLoops int `yaml:"concurrentLoops"`
+	// TokensPerMinute is each key's rate of tokens (input and output) a
+	// minute; 0 means no limit. A call is refused (429, limit "tokens")
+	// when the tokens in use plus its maxTokens would pass it.
+	TokensPerMinute int `yaml:"tokensPerMinute"`
+	// USDPerDay and USDPerMonth are what each key may spend, in US
+	// dollars at the models' prices, in a UTC day and a UTC month; 0 means
+	// no limit. A call is refused (429, limit "budget") once the window's
+	// spend reached its limit, or when the spend plus its maxTokens at the
+	// model's output price would pass it.
+	USDPerDay   float64 `yaml:"usdPerDay"`
+	USDPerMonth float64 `yaml:"usdPerMonth"`
 	// InFlightSamples caps the sampling requests (POST /v1/sample*,
 	// /v1/messages, those of MCP servers) served at once by all callers;
 	// default 256.
@@ -698,6 +713,9 @@ func (c *Config) checkAccess() error {
 		case k.RequestsPerMinute < 0 || k.ConcurrentLoops < 0:
 			return fmt.Errorf("%s: limits must not be negative", at)
 		}
+		if err := checkBudgets(k.TokensPerMinute, k.USDPerDay, k.USDPerMonth); err != nil {
+			return fmt.Errorf("%s.%w", at, err)
+		}
 		if k.Hash != "" && !validHash(k.Hash) {
 			// The value is not echoed: it may be a key pasted by mistake.
 			return fmt.Errorf("%s.hash: want sha256: followed by 64 hex digits (printf %%s KEY | sha256sum)", at)
@@ -707,6 +725,26 @@ func (c *Config) checkAccess() error {
 	if l := c.Limits; l.RequestsPerMinute < 0 || l.ConcurrentLoops < 0 || l.InFlightSamples < 0 ||
 		l.ToolResultBytes < 0 || l.RunBytes < 0 || l.StoreBytes < 0 {
 		return errors.New("limits: must not be negative")
+	}
+	if err := checkBudgets(c.Limits.TokensPerMinute, c.Limits.USDPerDay, c.Limits.USDPerMonth); err != nil {
+		return fmt.Errorf("limits.%w", err)
+	}
+	return nil
+}
+
+// checkBudgets checks the budgets of limits or of a key; the error names
+// the field.
+func checkBudgets(tokensPerMinute int, usdPerDay, usdPerMonth float64) error {
+	if tokensPerMinute < 0 {
+		return fmt.Errorf("tokensPerMinute: must not be negative, got %d", tokensPerMinute)
+	}
+	for _, f := range []struct {
+		name string
+		v    float64
+	}{{"usdPerDay", usdPerDay}, {"usdPerMonth", usdPerMonth}} {
+		if f.v < 0 || math.IsNaN(f.v) || math.IsInf(f.v, 0) {
+			return fmt.Errorf("%s: want a non-negative number of US dollars, got %v", f.name, f.v)
+		}
 	}
 	return nil
 }

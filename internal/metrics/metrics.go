@@ -247,7 +247,7 @@ func New(reg prometheus.Registerer) *Metrics {
 	for _, r := range []string{DeniedNoKey, DeniedBadKey} {
 		m.AccessDenied.WithLabelValues(r)
 	}
-	for _, l := range []string{LimitRequests, LimitLoops} {
+	for _, l := range []string{LimitRequests, LimitLoops, LimitTokens, LimitBudget} {
 		m.LimitUnchecked.WithLabelValues(l)
 	}
 	return m
@@ -264,6 +264,10 @@ const (
 	LimitRequests = "requests"
 	LimitLoops    = "loops"
 	LimitInFlight = "in_flight"
+	// LimitTokens and LimitBudget are a key's tokens per minute and its
+	// spend per day or month (access.LimitTokens, access.LimitBudget).
+	LimitTokens = "tokens"
+	LimitBudget = "budget"
 )
 
 // AnonymousKey is the key label of requests to a service without API keys.
@@ -284,7 +288,7 @@ func KeyLabel(name string) string {
 func (m *Metrics) AccessKeys(names []string) {
 	for _, k := range names {
 		m.AccessRequests.WithLabelValues(k)
-		for _, l := range []string{LimitRequests, LimitLoops, LimitInFlight} {
+		for _, l := range []string{LimitRequests, LimitLoops, LimitInFlight, LimitTokens, LimitBudget} {
 			m.RateLimited.WithLabelValues(k, l)
 		}
 	}
@@ -381,7 +385,8 @@ func (m *Metrics) Sampled(endpoint, mode, modelID, outcome string) {
 // of the API keys' shared limits. They are registered only when Redis is
 // configured. Label op is one of the fixed operation names (create, append,
 // finish, subscribe, xread, cancel, …; limit_rate, limit_loop_start,
-// limit_loop_renew, limit_loop_release).
+// limit_loop_renew, limit_loop_release, limit_budget_read,
+// limit_budget_charge).
 type Redis struct {
 	Duration *prometheus.HistogramVec // op
 	Errors   *prometheus.CounterVec   // op
