@@ -1336,7 +1336,7 @@ export interface components {
          *     | event | when | data |
          *     |---|---|---|
          *     | `delta` | a fragment of the answer arrives | [`SampleDelta`] `attempt`, and `text` (a piece of the text) or `toolCall` (`index`, `id`, `name` and a piece of its `arguments`' JSON text) |
-         *     | `attempt` | a guaranteed helper (or tools mode) tries again | [`SampleAttempt`] `attempt` (from 2), `errors` of the answer it corrects |
+         *     | `attempt` | a guaranteed helper (or tools mode) tries again | [`SampleAttempt`] `attempt` (from 2), `errors` of the answer it corrects, the `correction` turn sent |
          *     | `result` | once, last, on success | the route's answer: `SampleResult` (`SampleSchemaResult`, `SampleToolsResult`), or `CreateMessageResult` on `/v1/messages` |
          *     | `error` | once, last, on failure | the `Problem` the route would have answered with |
          *
@@ -1388,6 +1388,13 @@ export interface components {
             attempt: number;
             /** @description What was wrong with the previous attempt's answer. */
             errors: components["schemas"]["FieldError"][];
+            /**
+             * @description The corrective user turn sent to the model before this attempt,
+             *     after the previous attempt's answer: a text block naming each
+             *     error by path, or, when that answer called tools, an error
+             *     `tool_result` for each call.
+             */
+            correction?: components["schemas"]["SamplingMessage"];
         };
         /**
          * @description One message of a loop's event stream read as an object: `id` is its
