@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,6 +18,13 @@ import (
 // prices each answer too: its usage gets the cost at the model's
 // configured price (CostUSD), or is marked unpriced, and the cost is
 // counted by the caller's key name, found in the context.
+//
+// It keeps the caller's budgets as well, for every upstream call of every
+// route: before a call, the caller's tokens per minute and spend limits
+// check its maxTokens, and what they cost at the model's output price
+// (access.Caller.Reserve); a refusal is the call's error, an
+// *access.LimitError, counted in sampled_rate_limited_total. After the
+// call its tokens and cost are charged to the caller.
 type metered struct {
 	sampler.Provider
 	models map[string]*modelSeries // by the provider's own model name
@@ -33,13 +41,14 @@ type modelSeries struct {
 
 	provider, id string
 	cost         *prometheus.CounterVec // key, provider, model
+	limited      *prometheus.CounterVec // key, limit
 	price        *config.Price          // nil: unpriced
 	unpriced     prometheus.Counter
 }
 
 func newModelSeries(m *metrics.Metrics, provider, id string, price *config.Price) *modelSeries {
 	return &modelSeries{
-		provider: provider, id: id, cost: m.Cost, price: price,
+		provider: provider, id: id, cost: m.Cost, limited: m.RateLimited, price: price,
 		unpriced: m.Unpriced.WithLabelValues(provider, id),
 
 		ok:        m.UpstreamDuration.WithLabelValues(provider, id, "ok"),
@@ -70,6 +79,9 @@ func meter(p sampler.Provider, cat *sampler.Catalog, m *metrics.Metrics, prices 
 // Sample calls the provider and records the call.
 func (p *metered) Sample(ctx context.Context, req *sampler.Request) (*sampler.Response, error) {
 	series := p.series(req.Model)
+	if err := series.reserve(ctx, req); err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	resp, err := p.Provider.Sample(ctx, req)
 	return series.record(ctx, start, resp, err)
@@ -79,6 +91,9 @@ func (p *metered) Sample(ctx context.Context, req *sampler.Request) (*sampler.Re
 // its first fragment and the fragments.
 func (p *metered) Stream(ctx context.Context, req *sampler.Request, emit func(sampler.Delta)) (*sampler.Response, error) {
 	series := p.series(req.Model)
+	if err := series.reserve(ctx, req); err != nil {
+		return nil, err
+	}
 	start := time.Now()
 	first := true
 	resp, err := sampler.Stream(ctx, p.Provider, req, func(d sampler.Delta) {
@@ -99,6 +114,23 @@ func (p *metered) series(model string) *modelSeries {
 	return p.other
 }
 
+// reserve checks a call of req against the budgets of the context's
+// caller: its maxTokens, and what they cost at the model's output price
+// (nothing for an unpriced model). A refusal is counted under the
+// caller's key and the limit.
+func (series *modelSeries) reserve(ctx context.Context, req *sampler.Request) error {
+	c := access.FromContext(ctx)
+	est := access.Estimate{Tokens: req.MaxTokens}
+	if series.price != nil {
+		est.USD = float64(req.MaxTokens) * series.price.Output / 1e6
+	}
+	err := c.Reserve(ctx, est)
+	if le := (*access.LimitError)(nil); errors.As(err, &le) {
+		series.limited.WithLabelValues(metrics.KeyLabel(c.Name()), le.Limit).Inc()
+	}
+	return err
+}
+
 // record observes a call that started at start and ended with resp, err,
 // and prices its answer.
 func (series *modelSeries) record(ctx context.Context, start time.Time, resp *sampler.Response, err error) (*sampler.Response, error) {
@@ -113,13 +145,14 @@ func (series *modelSeries) record(ctx context.Context, start time.Time, resp *sa
 	series.inUsage.Observe(float64(resp.Usage.InputTokens))
 	series.outUsage.Observe(float64(resp.Usage.OutputTokens))
 	resp.Usage.CostUSD, resp.Usage.Unpriced = 0, series.price == nil
+	caller := access.FromContext(ctx)
 	if series.price == nil {
 		series.unpriced.Inc()
-		return resp, nil
+	} else {
+		resp.Usage.CostUSD = Cost(resp.Usage, series.price)
+		series.cost.WithLabelValues(metrics.KeyLabel(caller.Name()), series.provider, series.id).Add(resp.Usage.CostUSD)
 	}
-	resp.Usage.CostUSD = Cost(resp.Usage, series.price)
-	key := metrics.KeyLabel(access.FromContext(ctx).Name())
-	series.cost.WithLabelValues(key, series.provider, series.id).Add(resp.Usage.CostUSD)
+	caller.Charge(ctx, resp.Usage.InputTokens+resp.Usage.OutputTokens, resp.Usage.CostUSD)
 	return resp, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/sampled/sampled/internal/access"
 	"github.com/sampled/sampled/internal/openaiapi"
 	"github.com/sampled/sampled/internal/sampler"
 )
@@ -59,6 +60,7 @@ func problemFor(err error) Problem {
 		inv  *sampler.InvalidError
 		exh  *sampler.ExhaustedError
 		up   *sampler.UpstreamError
+		lim  *access.LimitError
 		body *bodyError
 	)
 	switch {
@@ -72,6 +74,10 @@ func problemFor(err error) Problem {
 		return Problem{Type: problemBase + "sample-validation-error", Title: "No valid answer within the allowed attempts",
 			Status: http.StatusUnprocessableEntity, Detail: exh.Error(), Errors: exh.Errors,
 			Extensions: map[string]any{"method": exh.Method, "attempts": exh.Attempts, "lastResult": newResultBody(exh.LastResult)}}
+	case errors.As(err, &lim):
+		// The caller's tokens per minute or budget refused a model call.
+		return Problem{Type: problemBase + "rate-limited", Title: "Too many requests", Status: http.StatusTooManyRequests,
+			Detail: lim.Detail, Extensions: map[string]any{"limit": lim.Limit}, retryAfter: lim.RetryAfter}
 	case errors.As(err, &up):
 		p := Problem{Type: problemBase + "upstream-error", Title: "Upstream provider failed", Status: http.StatusBadGateway,
 			Detail: up.Error(), Extensions: map[string]any{"provider": up.Provider}}

@@ -65,6 +65,9 @@ const (
 	OutcomeExhausted      = "exhausted"
 	OutcomeUpstreamError  = "upstream_error"
 	OutcomeCancelled      = "cancelled"
+	// OutcomeLimited: the caller's own limits (its tokens per minute or
+	// budget) refused the model call; its error has Limited() true.
+	OutcomeLimited = "limited"
 )
 
 // Outcome says how a sampling request that returned res and err ended, and
@@ -80,6 +83,9 @@ func Outcome(ctx context.Context, res *Result, err error) (outcome, modelID stri
 		return OutcomeInvalidRequest, ""
 	}
 	// Only now the targets of errors.As, which escape to the heap.
+	if l := (interface{ Limited() bool })(nil); errors.As(err, &l) && l.Limited() {
+		return OutcomeLimited, ""
+	}
 	if ex := (*ExhaustedError)(nil); errors.As(err, &ex) {
 		if ex.LastResult != nil {
 			return OutcomeExhausted, ex.LastResult.ModelID
