@@ -391,6 +391,11 @@ func (r *run) failure(ctx context.Context, err error) (string, string) {
 	if errors.As(err, &inv) {
 		return StatusFailed, "invalid request: " + inv.Error()
 	}
+	// The caller's own limits (its tokens per minute, its budget) refused
+	// the call: the error says which, and when to retry.
+	if lim := (interface{ Limited() bool })(nil); errors.As(err, &lim) && lim.Limited() {
+		return StatusFailed, err.Error()
+	}
 	var up *sampler.UpstreamError
 	if errors.As(err, &up) {
 		return StatusFailed, up.Error()
