@@ -209,7 +209,8 @@ func TestNodeSuites(t *testing.T) {
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no test/*.test.mjs: %v", err)
 	}
-	env := []string{"BASE_URL=" + base, "PROXY_URL=" + proxy, "API_KEY=" + key, "LIMITED_KEY=" + limitedKey}
+	env := []string{"BASE_URL=" + base, "PROXY_URL=" + proxy, "API_KEY=" + key, "LIMITED_KEY=" + limitedKey,
+		"SAMPLED_URL=" + base, "SAMPLED_API_KEY=" + key}
 	out := command(t, ctx, env, ".", node, append([]string{"--test", "--test-reporter=spec"}, files...)...)
 	t.Logf("node --test:\n%s", summary(out))
 }

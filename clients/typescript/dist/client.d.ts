@@ -76,9 +76,9 @@ export interface EventsOptions extends CallOptions {
 }
 /** Options of the client. */
 export interface ClientOptions {
-    /** The service's URL; default `http://127.0.0.1:8080`. */
+    /** The service's URL; default the environment's `SAMPLED_URL`, else `http://127.0.0.1:8080`. */
     baseUrl?: string | undefined;
-    /** An API key, sent as `Authorization: Bearer <key>`. */
+    /** An API key, sent as `Authorization: Bearer <key>`; default the environment's `SAMPLED_API_KEY`, if set. */
     apiKey?: string | undefined;
     /** A fetch to use in place of the global one. */
     fetch?: typeof fetch | undefined;
@@ -92,8 +92,14 @@ export interface ClientOptions {
  */
 export declare class Sampled {
     #private;
-    readonly baseUrl: string;
+    /**
+     * A client of the service at `options.baseUrl`. What the options leave
+     * out is read from the environment (Node's `process.env`) at each
+     * request: `SAMPLED_URL`, `SAMPLED_API_KEY`.
+     */
     constructor(options?: ClientOptions);
+    /** The service's URL, without a trailing slash. */
+    get baseUrl(): string;
     /**
      * MCP's `sampling/createMessage`, answered by sampled (`POST
      * /v1/messages`): the MCP SDK's own params and result types, so that

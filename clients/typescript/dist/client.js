@@ -6,15 +6,24 @@ import { readSSE } from "./sse.js";
  * `ProblemError`s (`SampleValidationError`, `RateLimitError`, …).
  */
 export class Sampled {
-    baseUrl;
+    #baseUrl;
     #apiKey;
     #fetch;
     #headers;
+    /**
+     * A client of the service at `options.baseUrl`. What the options leave
+     * out is read from the environment (Node's `process.env`) at each
+     * request: `SAMPLED_URL`, `SAMPLED_API_KEY`.
+     */
     constructor(options = {}) {
-        this.baseUrl = (options.baseUrl ?? "http://127.0.0.1:8080").replace(/\/+$/, "");
+        this.#baseUrl = options.baseUrl;
         this.#apiKey = options.apiKey;
-        this.#fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
+        this.#fetch = options.fetch;
         this.#headers = { ...options.headers };
+    }
+    /** The service's URL, without a trailing slash. */
+    get baseUrl() {
+        return (this.#baseUrl ?? env("SAMPLED_URL") ?? "http://127.0.0.1:8080").replace(/\/+$/, "");
     }
     async createMessage(params, options) {
         const body = params;
@@ -160,8 +169,9 @@ export class Sampled {
     // ---------------------------------------------------------------- plumbing
     async #send(method, path, body, options = {}) {
         const headers = { accept: "application/json, application/problem+json", ...this.#headers };
-        if (this.#apiKey !== undefined)
-            headers["authorization"] = `Bearer ${this.#apiKey}`;
+        const apiKey = this.#apiKey ?? env("SAMPLED_API_KEY");
+        if (apiKey !== undefined)
+            headers["authorization"] = `Bearer ${apiKey}`;
         if (body !== undefined)
             headers["content-type"] = "application/json";
         Object.assign(headers, options.headers);
@@ -171,7 +181,7 @@ export class Sampled {
         const signal = callSignal(options);
         if (signal)
             init.signal = signal;
-        return this.#fetch(this.baseUrl + path, init);
+        return (this.#fetch ?? globalThis.fetch)(this.baseUrl + path, init);
     }
     async #json(method, path, body, options) {
         const res = await this.#send(method, path, body, options);
@@ -219,6 +229,12 @@ const KNOWN_LOOP_EVENTS = new Set([
     "iteration.completed",
     "loop.completed",
 ]);
+/** env reads a variable of Node's environment; undefined elsewhere, or when empty. */
+function env(name) {
+    const p = globalThis.process;
+    const v = p?.env?.[name];
+    return v === "" ? undefined : v;
+}
 function isEventStream(res) {
     return (res.headers.get("content-type") ?? "").toLowerCase().startsWith("text/event-stream");
 }

@@ -2,8 +2,7 @@
  * @sampled/client: a client of sampled, MCP sampling as an HTTP service.
  *
  * ```ts
- * import { Sampled } from "@sampled/client";
- * const sampled = new Sampled({ baseUrl: "http://127.0.0.1:8080" });
+ * import { sampled } from "@sampled/client"; // SAMPLED_URL, SAMPLED_API_KEY
  * const result = await sampled.createMessage({ messages, maxTokens: 200 });
  * ```
  */
@@ -14,3 +13,10 @@ export { readSSE, type SSEMessage } from "./sse.js";
 import { Sampled, type ClientOptions } from "./client.js";
 /** createClient is `new Sampled(options)`. */
 export declare function createClient(options?: ClientOptions): Sampled;
+/**
+ * sampled is a client configured by the environment: `SAMPLED_URL`
+ * (default `http://127.0.0.1:8080`) and `SAMPLED_API_KEY`, read at each
+ * request. `import { sampled } from "@sampled/client"` is all an MCP
+ * server needs to call `sampled.createMessage(params)`.
+ */
+export declare const sampled: Sampled;

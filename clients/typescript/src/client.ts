@@ -84,9 +84,9 @@ export interface EventsOptions extends CallOptions {
 
 /** Options of the client. */
 export interface ClientOptions {
-  /** The service's URL; default `http://127.0.0.1:8080`. */
+  /** The service's URL; default the environment's `SAMPLED_URL`, else `http://127.0.0.1:8080`. */
   baseUrl?: string | undefined;
-  /** An API key, sent as `Authorization: Bearer <key>`. */
+  /** An API key, sent as `Authorization: Bearer <key>`; default the environment's `SAMPLED_API_KEY`, if set. */
   apiKey?: string | undefined;
   /** A fetch to use in place of the global one. */
   fetch?: typeof fetch | undefined;
@@ -102,16 +102,26 @@ type Route = "/v1/sample" | "/v1/sample/schema" | "/v1/sample/tools" | "/v1/mess
  * `ProblemError`s (`SampleValidationError`, `RateLimitError`, …).
  */
 export class Sampled {
-  readonly baseUrl: string;
+  readonly #baseUrl: string | undefined;
   readonly #apiKey: string | undefined;
-  readonly #fetch: typeof fetch;
+  readonly #fetch: typeof fetch | undefined;
   readonly #headers: Record<string, string>;
 
+  /**
+   * A client of the service at `options.baseUrl`. What the options leave
+   * out is read from the environment (Node's `process.env`) at each
+   * request: `SAMPLED_URL`, `SAMPLED_API_KEY`.
+   */
   constructor(options: ClientOptions = {}) {
-    this.baseUrl = (options.baseUrl ?? "http://127.0.0.1:8080").replace(/\/+$/, "");
+    this.#baseUrl = options.baseUrl;
     this.#apiKey = options.apiKey;
-    this.#fetch = options.fetch ?? globalThis.fetch.bind(globalThis);
+    this.#fetch = options.fetch;
     this.#headers = { ...options.headers };
+  }
+
+  /** The service's URL, without a trailing slash. */
+  get baseUrl(): string {
+    return (this.#baseUrl ?? env("SAMPLED_URL") ?? "http://127.0.0.1:8080").replace(/\/+$/, "");
   }
 
   /**
@@ -291,14 +301,15 @@ export class Sampled {
 
   async #send(method: string, path: string, body: unknown, options: CallOptions = {}): Promise<Response> {
     const headers: Record<string, string> = { accept: "application/json, application/problem+json", ...this.#headers };
-    if (this.#apiKey !== undefined) headers["authorization"] = `Bearer ${this.#apiKey}`;
+    const apiKey = this.#apiKey ?? env("SAMPLED_API_KEY");
+    if (apiKey !== undefined) headers["authorization"] = `Bearer ${apiKey}`;
     if (body !== undefined) headers["content-type"] = "application/json";
     Object.assign(headers, options.headers);
     const init: RequestInit = { method, headers };
     if (body !== undefined) init.body = JSON.stringify(body);
     const signal = callSignal(options);
     if (signal) init.signal = signal;
-    return this.#fetch(this.baseUrl + path, init);
+    return (this.#fetch ?? globalThis.fetch)(this.baseUrl + path, init);
   }
 
   async #json(method: string, path: string, body: unknown, options?: CallOptions): Promise<unknown> {
@@ -347,6 +358,13 @@ const KNOWN_LOOP_EVENTS = new Set<string>([
   "iteration.completed",
   "loop.completed",
 ]);
+
+/** env reads a variable of Node's environment; undefined elsewhere, or when empty. */
+function env(name: string): string | undefined {
+  const p = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process;
+  const v = p?.env?.[name];
+  return v === "" ? undefined : v;
+}
 
 function isEventStream(res: Response): boolean {
   return (res.headers.get("content-type") ?? "").toLowerCase().startsWith("text/event-stream");

@@ -2,8 +2,7 @@
  * @sampled/client: a client of sampled, MCP sampling as an HTTP service.
  *
  * ```ts
- * import { Sampled } from "@sampled/client";
- * const sampled = new Sampled({ baseUrl: "http://127.0.0.1:8080" });
+ * import { sampled } from "@sampled/client"; // SAMPLED_URL, SAMPLED_API_KEY
  * const result = await sampled.createMessage({ messages, maxTokens: 200 });
  * ```
  */
@@ -56,3 +55,11 @@ import { Sampled, type ClientOptions } from "./client.js";
 export function createClient(options?: ClientOptions): Sampled {
   return new Sampled(options);
 }
+
+/**
+ * sampled is a client configured by the environment: `SAMPLED_URL`
+ * (default `http://127.0.0.1:8080`) and `SAMPLED_API_KEY`, read at each
+ * request. `import { sampled } from "@sampled/client"` is all an MCP
+ * server needs to call `sampled.createMessage(params)`.
+ */
+export const sampled: Sampled = new Sampled();

@@ -36,10 +36,17 @@ test("400 of createMessage: the path into the MCP params and JSON-RPC's code", a
 });
 
 test("401: UnauthorizedError without a key and with a wrong one", async () => {
-  for (const apiKey of [undefined, "not-a-key"]) {
-    const err = await new Sampled({ baseUrl, apiKey }).sample({ prompt: "hi" }).catch((e) => e);
-    assert.ok(err instanceof UnauthorizedError, String(err));
-    assert.equal(err.status, 401);
+  // No key at all: none in the options, none in the environment.
+  const envKey = process.env.SAMPLED_API_KEY;
+  delete process.env.SAMPLED_API_KEY;
+  try {
+    for (const apiKey of [undefined, "not-a-key"]) {
+      const err = await new Sampled({ baseUrl, apiKey }).sample({ prompt: "hi" }).catch((e) => e);
+      assert.ok(err instanceof UnauthorizedError, String(err));
+      assert.equal(err.status, 401);
+    }
+  } finally {
+    process.env.SAMPLED_API_KEY = envKey;
   }
 });
 

@@ -116,3 +116,10 @@ test("streamMessage: the deltas, then the MCP result", async () => {
   assert.equal(last.data.content.type, "text");
   assert.equal(events.filter((e) => e.event === "delta").map((e) => e.data.text).join(""), last.data.content.text);
 });
+
+test("the default client reads SAMPLED_URL and SAMPLED_API_KEY", async () => {
+  const { sampled: fromEnv } = await import("@sampled/client");
+  assert.equal(fromEnv.baseUrl, process.env.SAMPLED_URL);
+  const res = await fromEnv.createMessage({ messages: user("hi"), maxTokens: 20 });
+  assert.equal(res.role, "assistant");
+});
