@@ -12,11 +12,13 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
 	"github.com/sampled/sampled/internal/app"
 	"github.com/sampled/sampled/internal/config"
+	"github.com/sampled/sampled/internal/telemetry"
 )
 
 func main() {
@@ -54,6 +56,15 @@ func readConfig(args []string, getenv func(string) string, stderr io.Writer) (*c
 
 // loopback reports whether a listener's address is a loopback one: an
 // unspecified address (":8080") listens on every interface.
+// version is the module's version the binary was built from, "(devel)"
+// when built from a checkout.
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}
+
 func loopback(a net.Addr) bool {
 	tcp, ok := a.(*net.TCPAddr)
 	return ok && tcp.IP.IsLoopback()
@@ -70,6 +81,20 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	var logHandler slog.Handler = slog.NewJSONHandler(stderr, nil)
 	if cfg.Server.LogFormat == "text" {
 		logHandler = slog.NewTextHandler(stderr, nil)
+	}
+	// Tracing is on when an OTLP endpoint is set (OTEL_*); its spans are
+	// flushed at the end.
+	stopTracing, err := telemetry.Setup(ctx, getenv, version())
+	if err != nil {
+		return err
+	}
+	defer func() {
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = stopTracing(fctx)
+	}()
+	if telemetry.Enabled() {
+		logHandler = telemetry.LogHandler(logHandler) // trace_id and span_id on each line
 	}
 	log := slog.New(logHandler)
 	// go-redis logs through one logger per process: set here, once.
@@ -105,7 +130,8 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		models = append(models, m.ID())
 	}
 	// What answers, said once at start: never a surprise offline answer.
-	log.Info("listening", "addr", ln.Addr().String(), "models", models, "default", a.Catalog.Default().ID(), "apiKeys", len(cfg.APIKeys))
+	log.Info("listening", "addr", ln.Addr().String(), "models", models, "default", a.Catalog.Default().ID(), "apiKeys", len(cfg.APIKeys),
+		"tracing", telemetry.Enabled())
 	if len(cfg.APIKeys) == 0 && !loopback(ln.Addr()) {
 		log.Warn("listening beyond loopback without API keys: whoever reaches this address can sample and run loops; configure apiKeys (README, Access) or listen on 127.0.0.1",
 			"addr", ln.Addr().String())

@@ -261,6 +261,25 @@ func TestComposeFileValidates(t *testing.T) {
 		}
 	})
 
+	t.Run("tracing profile", func(t *testing.T) {
+		jaeger := composeService(t, services, "jaeger")
+		if got := composeStrings(jaeger["profiles"]); !slices.Equal(got, []string{"tracing"}) {
+			t.Errorf("jaeger: profiles = %q, want [tracing]", got)
+		}
+		if !slices.Contains(composeInterpolated(t, "ports", composeStrings(jaeger["ports"])), "127.0.0.1:16686:16686") {
+			t.Errorf("jaeger: ports = %v, want 127.0.0.1:16686:16686", jaeger["ports"])
+		}
+		// The endpoint the header comment gives sampled reaches the
+		// profile's OTLP/HTTP receiver, and sampled takes it from the host.
+		env := composeMap(composeService(t, services, "sampled")["environment"])
+		if env["OTEL_EXPORTER_OTLP_ENDPOINT"] != "${OTEL_EXPORTER_OTLP_ENDPOINT:-}" {
+			t.Errorf("sampled: OTEL_EXPORTER_OTLP_ENDPOINT = %v, want it passed on from the host", env["OTEL_EXPORTER_OTLP_ENDPOINT"])
+		}
+		if !strings.Contains(string(deployReadFile(t, filepath.Join(composeRoot, "docker-compose.yml"))), "OTEL_EXPORTER_OTLP_ENDPOINT=http://jaeger:4318 docker compose --profile tracing up -d") {
+			t.Error("docker-compose.yml does not say how to start the tracing profile")
+		}
+	})
+
 	t.Run("replicas profile", func(t *testing.T) {
 		redis := composeService(t, services, "redis")
 		for _, name := range []string{"redis", "sampled-a", "sampled-b"} {

@@ -668,6 +668,20 @@ func TestGrafanaProvisioning(t *testing.T) {
 			} `yaml:"options"`
 		} `yaml:"providers"`
 	}
+	// The tracing profile's Jaeger is the other data source.
+	var jds struct {
+		Datasources []struct {
+			UID  string `yaml:"uid"`
+			Type string `yaml:"type"`
+			URL  string `yaml:"url"`
+		} `yaml:"datasources"`
+	}
+	deployReadYAML(t, filepath.Join(filepath.Dir(deployDatasourceFile), "jaeger.yml"), &jds)
+	if len(jds.Datasources) != 1 || jds.Datasources[0].UID != "jaeger" || jds.Datasources[0].Type != "jaeger" ||
+		jds.Datasources[0].URL != "http://jaeger:16686" {
+		t.Errorf("jaeger.yml: data sources %+v, want one jaeger data source, uid jaeger, at http://jaeger:16686", jds.Datasources)
+	}
+
 	deployReadYAML(t, deployDashProviderFile, &dp)
 	if len(dp.Providers) != 1 || dp.Providers[0].Type != "file" || dp.Providers[0].Options.Path != "/var/lib/grafana/dashboards" {
 		t.Errorf("%s: providers %+v, want one file provider reading /var/lib/grafana/dashboards", deployDashProviderFile, dp.Providers)

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sampled/sampled/internal/access"
+	"github.com/sampled/sampled/internal/telemetry"
 )
 
 type ctxKey struct{}
@@ -110,7 +111,10 @@ func (s *server) instrument(next http.Handler) http.Handler {
 		ri := &reqInfo{id: newRequestID(r), sw: statusWriter{ResponseWriter: w}}
 		ri.attrs = ri.buf[:0]
 		w.Header()[requestIDHeader] = []string{ri.id}
-		r = r.WithContext(access.WithSeat(context.WithValue(r.Context(), ctxKey{}, ri), &ri.seat))
+		// The caller's trace (traceparent) continues through the request's
+		// span, the root of what sampled does for it.
+		ctx, span := requestSpan(telemetry.Extract(r.Context(), r.Header), r)
+		r = r.WithContext(access.WithSeat(context.WithValue(ctx, ctxKey{}, ri), &ri.seat))
 		// A complete answer (writeBody's) has been sent already: what
 		// follows is off the client's path.
 		next.ServeHTTP(&ri.sw, r)
@@ -124,6 +128,7 @@ func (s *server) instrument(next http.Handler) http.Handler {
 		case status == 0:
 			status = http.StatusOK
 		}
+		endRequestSpan(span, r.Method, route, status)
 		d := time.Since(start)
 		stream := strings.HasPrefix(ri.sw.Header().Get("Content-Type"), "text/event-stream")
 		s.countRequest(route, r.Method, status, d, stream)

@@ -21,6 +21,7 @@ import (
 	"github.com/sampled/sampled/internal/metrics"
 	"github.com/sampled/sampled/internal/runs"
 	"github.com/sampled/sampled/internal/sampler"
+	"github.com/sampled/sampled/internal/telemetry"
 	"github.com/sampled/sampled/internal/tools"
 )
 
@@ -315,7 +316,13 @@ func (e *Engine) start(ctx context.Context, spec Spec, onIteration func(int)) (r
 		return nil, nil, err
 	}
 	id := newID("loop_")
-	trace := newID("")
+	// The run's trace is its request's: the caller's (traceparent), or
+	// the one sampled's own span began. Without one it gets an id of the
+	// same form, so that its events and logs can still be joined.
+	trace := telemetry.TraceID(ctx)
+	if trace == "" {
+		trace = newTraceID()
+	}
 	if spec.Origin.Kind == "" {
 		spec.Origin.Kind = OriginHTTP
 	}
@@ -436,6 +443,13 @@ func newID(prefix string) string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return prefix + hex.EncodeToString(b[:])
+}
+
+// newTraceID returns a random trace id in W3C form (32 hex digits).
+func newTraceID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
 // allowed reports whether name matches one of the patterns (all when none).

@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sampled/sampled/internal/sampler"
+	"github.com/sampled/sampled/internal/telemetry"
 	"github.com/sampled/sampled/internal/tools"
 )
 
@@ -158,6 +159,8 @@ func (r *run) save() {
 // run runs the loop under parent, which r.stop ends.
 func (r *run) run(parent context.Context) {
 	start := time.Now()
+	parent, span := agentSpan(parent, r)
+	defer func() { endAgentSpan(span, r.snap) }()
 	ctx, stop := context.WithTimeoutCause(parent, r.lim.timeout, context.DeadlineExceeded)
 	defer stop()
 	r.emit(EventLoopStarted, startedEvent{ID: r.id, TraceID: r.snap.TraceID, Origin: r.snap.Origin, Model: r.spec.ModelSpec, Tools: r.snap.Tools,
@@ -182,16 +185,20 @@ func (r *run) iterate(ctx context.Context) (status, errText string) {
 	r.snap.Messages = slices.Clone(r.spec.Messages)
 	for it := 1; ; it++ {
 		start := time.Now()
-		res, err := r.sample(ctx, it)
+		ictx, span := iterationSpan(ctx, it)
+		res, err := r.sample(ictx, it)
 		if err != nil {
+			telemetry.Fail(span, err, "")
+			span.End()
 			return r.failure(ctx, err)
 		}
 		calls := r.answered(it, res, start)
 		if len(calls) > 0 && it < r.lim.maxIterations {
-			r.snap.Messages = append(r.snap.Messages, sampler.UserMessage(r.callTools(ctx, it, calls)...))
+			r.snap.Messages = append(r.snap.Messages, sampler.UserMessage(r.callTools(ictx, it, calls)...))
 			r.save()
 		}
 		r.endIteration(it, calls, start)
+		span.End()
 		switch {
 		case len(calls) == 0:
 			r.snap.Result = res.Text
@@ -425,6 +432,7 @@ func (r *run) callTools(ctx context.Context, it int, calls []sampler.ToolCall) [
 func (r *run) callTool(ctx context.Context, it int, c sampler.ToolCall) sampler.Content {
 	start := time.Now()
 	r.emit(EventToolStarted, toolStartedEvent{Iteration: it, CallID: c.ID, Name: c.Name, Arguments: c.Arguments})
+	ctx, span := toolSpan(ctx, c)
 	res, err := r.execute(ctx, c)
 	if err != nil {
 		res = &tools.Result{IsError: true, Content: []sampler.Content{sampler.TextBlock(err.Error())}}
@@ -433,6 +441,7 @@ func (r *run) callTool(ctx context.Context, it int, c sampler.ToolCall) sampler.
 		res.Content = []sampler.Content{}
 	}
 	res = r.cut(c.Name, res)
+	endToolSpan(span, res, err)
 	r.emit(EventToolCompleted, toolCompletedEvent{Iteration: it, CallID: c.ID, Name: c.Name, IsError: res.IsError,
 		Content: res.Content, StructuredContent: res.StructuredContent, DurationMs: time.Since(start).Milliseconds()})
 	isErr := res.IsError

@@ -6,10 +6,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sampled/sampled/internal/sampler"
+	"github.com/sampled/sampled/internal/telemetry"
 )
 
 // The one model of client sampling, as the sampling service names it.
@@ -49,8 +51,9 @@ func (clientProvider) Sample(ctx context.Context, req *sampler.Request) (*sample
 		return nil, fmt.Errorf("convert sampling request: %w", err)
 	}
 	if len(c.meta) > 0 {
-		params.Meta = c.meta
+		params.Meta = maps.Clone(c.meta)
 	}
+	params.Meta = telemetry.InjectMeta(ctx, params.Meta)
 	res, err := c.req.Session.CreateMessageWithTools(unrouted{ctx}, params)
 	if err != nil {
 		if ctx.Err() != nil {

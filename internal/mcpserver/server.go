@@ -28,6 +28,7 @@ import (
 	"github.com/sampled/sampled/internal/loop"
 	"github.com/sampled/sampled/internal/metrics"
 	"github.com/sampled/sampled/internal/sampler"
+	"github.com/sampled/sampled/internal/telemetry"
 )
 
 // Mode picks who samples for the tools.
@@ -192,6 +193,8 @@ func (s *Server) record(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		start := time.Now()
 		c := &call{by: "none", outcome: outcomeInvalidArgs}
+		ctx, span := toolCallSpan(telemetry.ExtractMeta(ctx, r.Params.Meta), r.Params.Name)
+		defer func() { endToolCallSpan(span, c) }()
 		res, err := next(context.WithValue(ctx, callKey{}, c), method, req)
 		if err != nil && c.req == nil {
 			return res, err

@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"github.com/sampled/sampled/internal/telemetry"
 )
 
 // MaxIdleConns is the number of idle connections a provider's client keeps
@@ -29,7 +31,7 @@ func NewHTTPClient(responseHeaderTimeout time.Duration) *http.Client {
 	t.MaxIdleConns = MaxIdleConns
 	t.MaxIdleConnsPerHost = MaxIdleConns
 	t.ResponseHeaderTimeout = responseHeaderTimeout
-	return &http.Client{Transport: replyLimit{t}}
+	return &http.Client{Transport: telemetry.Transport(replyLimit{t})}
 }
 
 // MaxReplyBytes is the most a provider's client reads of one reply: a

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/sampled/sampled/internal/retry"
+	"github.com/sampled/sampled/internal/telemetry"
 )
 
 // Method names of the sampling calls that check answers and correct them:
@@ -200,7 +201,12 @@ func (s *Service) SampleTools(ctx context.Context, p *Params) (res *Result, err 
 	return res, err
 }
 
-func (s *Service) guaranteed(ctx context.Context, p *Params, method string) (*Result, error) {
+func (s *Service) guaranteed(ctx context.Context, p *Params, method string) (_ *Result, err error) {
+	ctx, span := guaranteeSpan(ctx, method)
+	defer func() {
+		telemetry.Fail(span, err, "")
+		span.End()
+	}()
 	start := time.Now()
 	deadline := start.Add(s.requestTimeout)
 	var up time.Duration
@@ -219,8 +225,11 @@ func (s *Service) guaranteed(ctx context.Context, p *Params, method string) (*Re
 	var last *Result
 	var errs []FieldError
 	for a := 1; a <= attempts; a++ {
-		res, err := s.attempt(ctx, deadline, model, &req, &up, p.deltas(a))
+		actx, aspan := attemptSpan(ctx, a)
+		res, err := s.attempt(actx, deadline, model, &req, &up, p.deltas(a))
 		if err != nil {
+			telemetry.Fail(aspan, err, "")
+			aspan.End()
 			return nil, err
 		}
 		own := res.Usage
@@ -242,9 +251,13 @@ func (s *Service) guaranteed(ctx context.Context, p *Params, method string) (*Re
 		res.Usage = usage
 		res.Duration = time.Since(start)
 		last = res
+		span.SetAttributes(attrAttempts.Int(a))
 		if kind == "" {
+			aspan.End()
 			return res, nil
 		}
+		invalidAnswer(aspan, kind, errs)
+		aspan.End()
 		s.observe.AnswerInvalid(method, kind, a < attempts)
 		if a < attempts {
 			s.observe.Retried(method, own)
@@ -335,7 +348,7 @@ func (s *Service) attempt(ctx context.Context, deadline time.Time, model Model, 
 // timeout, while the caller still waits, is an upstream timeout; one cut
 // off by the request's deadline ends the request (the retries see it
 // passed).
-func (s *Service) call(ctx context.Context, deadline time.Time, prov Provider, req *Request, emit func(Delta), emitted *bool) (*Response, error) {
+func (s *Service) call(ctx context.Context, deadline time.Time, prov Provider, req *Request, emit func(Delta), emitted *bool) (resp *Response, err error) {
 	callDeadline := time.Now().Add(s.callTimeout)
 	perCall := callDeadline.Before(deadline)
 	if !perCall {
@@ -343,8 +356,8 @@ func (s *Service) call(ctx context.Context, deadline time.Time, prov Provider, r
 	}
 	cctx, cancel := context.WithDeadline(ctx, callDeadline)
 	defer cancel()
-	var resp *Response
-	var err error
+	cctx, span := chatSpan(cctx, prov.Name(), req)
+	defer func() { endChat(span, resp, err) }()
 	if emit != nil {
 		resp, err = s.stream(cctx, prov, req, emit, emitted)
 	} else {

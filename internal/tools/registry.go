@@ -20,6 +20,7 @@ import (
 	"github.com/sampled/sampled/internal/metrics"
 	"github.com/sampled/sampled/internal/retry"
 	"github.com/sampled/sampled/internal/sampler"
+	"github.com/sampled/sampled/internal/telemetry"
 )
 
 const (
@@ -521,8 +522,10 @@ func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage) 
 	defer cancel()
 	defer context.AfterFunc(r.life, cancel)()
 	start := time.Now()
-	res, err := session.CallTool(callCtx, &mcp.CallToolParams{Meta: callMeta(ctx), Name: ref.original, Arguments: args})
+	callCtx, span := callSpan(callCtx, ref.server.name, ref.original)
+	res, err := session.CallTool(callCtx, &mcp.CallToolParams{Meta: telemetry.InjectMeta(callCtx, callMeta(ctx)), Name: ref.original, Arguments: args})
 	r.metrics.ToolCallDuration.WithLabelValues(ref.server.name).Observe(time.Since(start).Seconds())
+	endCallSpan(span, res, err)
 	if err != nil {
 		switch {
 		case ctx.Err() != nil:

@@ -9,6 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/sampled/sampled/internal/sampler"
+	"github.com/sampled/sampled/internal/telemetry"
 )
 
 // SamplingHost answers the sampling/createMessage requests MCP servers send
@@ -146,7 +147,10 @@ func (r *Registry) createMessageHandler(s *server, h SamplingHost) func(context.
 				}
 			}
 		}
+		ctx, span := samplingSpan(telemetry.ExtractMeta(ctx, req.Params.Meta), s.name)
 		res, err := h.CreateMessage(ctx, sr)
+		telemetry.Fail(span, err, "")
+		span.End()
 		if err != nil {
 			return nil, wireError(err)
 		}

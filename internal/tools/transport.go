@@ -15,6 +15,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sampled/sampled/internal/telemetry"
 )
 
 // conn is one live client session and what must be released after it.
@@ -71,7 +73,7 @@ func httpDialer(url string, headers map[string]string) dialer {
 	for k, v := range headers {
 		h.Set(k, v)
 	}
-	t := &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: &headerTransport{base: base, headers: h}}}
+	t := &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: &headerTransport{base: telemetry.Transport(base), headers: h}}}
 	return func(context.Context) (mcp.Transport, func(), error) {
 		return t, base.CloseIdleConnections, nil
 	}
