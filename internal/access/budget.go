@@ -324,13 +324,17 @@ type SpendWindow struct {
 }
 
 // Status reads the caller's limits and what it used in each window. A nil
-// caller (no guard) has none and has spent nothing.
+// Guard or caller (a service without access guard) has none and has spent
+// nothing.
 func (g *Guard) Status(ctx context.Context, c *Caller) (Status, error) {
-	now := g.now()
+	now := time.Now()
+	if g != nil {
+		now = g.now()
+	}
 	day, month := dayOf(now), monthOf(now)
 	st := Status{Name: c.Name(), Limits: c.Limits(),
 		Day: SpendWindow{Start: day.Start, End: day.End}, Month: SpendWindow{Start: month.Start, End: month.End}}
-	if c == nil {
+	if g == nil || c == nil {
 		return st, nil
 	}
 	s, err := g.spent(ctx, c, now)

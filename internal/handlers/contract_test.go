@@ -750,6 +750,11 @@ func TestResponsesMatchSpec(t *testing.T) {
 		}},
 		{name: "metrics", method: "GET", path: "/metrics", wantStatus: 200},
 		{name: "openapi", method: "GET", path: "/openapi.yaml", wantStatus: 200},
+		{name: "key self without keys", method: "GET", path: "/v1/keys/self", wantStatus: 200, check: func(t *testing.T, out map[string]any) {
+			if out["name"] != "anonymous" {
+				t.Errorf("name %v, want anonymous", out["name"])
+			}
+		}},
 		{name: "models", method: "GET", path: "/v1/models", wantStatus: 200, check: func(t *testing.T, out map[string]any) {
 			if out["default"] != "offline/default" {
 				t.Errorf("default %v, want offline/default", out["default"])

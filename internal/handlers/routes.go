@@ -30,6 +30,7 @@ func (s *server) table() []route {
 		{http.MethodPost, "/v1/sample/tools", sampling(s.handleSampleTools)},
 		{http.MethodPost, "/v1/messages", sampling(s.handleMessages)},
 
+		{http.MethodGet, "/v1/keys/self", http.HandlerFunc(s.handleKeySelf)},
 		{http.MethodGet, "/v1/tools", http.HandlerFunc(s.handleTools)},
 		{http.MethodPost, "/v1/loops", http.HandlerFunc(s.handleStartLoop)},
 		{http.MethodGet, "/v1/loops", http.HandlerFunc(s.handleListLoops)},
