@@ -329,3 +329,54 @@ func sameFile(t *testing.T, made, committed, fix string) {
 		t.Errorf("%s is stale (first difference at line %d: committed %q, current %q): run %s", committed, i+1, line(bl), line(al), fix)
 	}
 }
+
+// TestPackageManifest: the package installs as it is from the repository
+// (npm install --install-links, a packed tarball): ESM, its exports point
+// at committed files of dist/, which npm packs, and it depends on nothing
+// at run time (the MCP SDK is a peer, for its types).
+func TestPackageManifest(t *testing.T) {
+	b, err := os.ReadFile("package.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p struct {
+		Type             string
+		Exports          map[string]json.RawMessage
+		Files            []string
+		Scripts          map[string]string
+		Dependencies     map[string]string
+		PeerDependencies map[string]string
+	}
+	if err := json.Unmarshal(b, &p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Type != "module" {
+		t.Errorf("type %q; want module", p.Type)
+	}
+	if len(p.Dependencies) != 0 {
+		t.Errorf("dependencies %v; want none at run time", p.Dependencies)
+	}
+	if p.PeerDependencies["@modelcontextprotocol/sdk"] == "" {
+		t.Errorf("peerDependencies %v; want the MCP SDK, whose types the client takes", p.PeerDependencies)
+	}
+	for _, s := range []string{"prepare", "preinstall", "install", "postinstall"} {
+		if p.Scripts[s] != "" {
+			t.Errorf("script %s: installing must need no build", s)
+		}
+	}
+	if !slices.Contains(p.Files, "dist") {
+		t.Errorf("files %v; want dist packed", p.Files)
+	}
+	var dot struct{ Types, Import string }
+	if err := json.Unmarshal(p.Exports["."], &dot); err != nil || dot.Types == "" || dot.Import == "" {
+		t.Fatalf("exports[\".\"] %s (%v); want types and import", p.Exports["."], err)
+	}
+	for _, f := range []string{dot.Types, dot.Import} {
+		if !strings.HasPrefix(f, "./dist/") {
+			t.Errorf("export %s is not in dist/", f)
+		}
+		if _, err := os.Stat(f); err != nil {
+			t.Errorf("export %s: %v", f, err)
+		}
+	}
+}
