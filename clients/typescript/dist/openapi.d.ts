@@ -423,6 +423,47 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/keys/self": {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Correlates the request with the service's log. A missing or malformed
+                 *     value (empty, over 128 characters, or holding characters outside
+                 *     visible ASCII) is replaced by a generated one.
+                 */
+                "X-Request-ID"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The calling key's limits and usage
+         * @description The name of the API key the request carries (never the key), its
+         *     limits, and what it used of them: the tokens of its per-minute rate
+         *     still in use, and what it spent, at the models' prices, in the
+         *     current UTC day and UTC month. A limit that is not set is null.
+         *     With Redis configured the figures are those of every replica
+         *     together. Without API keys the caller is `anonymous`, with no
+         *     limits; its spend is this replica's.
+         *
+         *     A model call is refused (429, `limit` `tokens`) when the tokens in
+         *     use plus its `maxTokens` would pass `tokensPerMinute`, and (429,
+         *     `limit` `budget`) once a day's or month's spend reached its limit,
+         *     or when the spend plus its `maxTokens` at the model's output price
+         *     would pass it; `Retry-After` says when the rate frees enough, or
+         *     when the next UTC day or month starts. After each call, its input
+         *     and output tokens and its cost are charged.
+         */
+        get: operations["getKeySelf"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/tools": {
         parameters: {
             query?: never;
@@ -1111,6 +1152,57 @@ export interface components {
              */
             degraded?: string[];
         };
+        /** @description An API key's limits and what it used of them (`GET /v1/keys/self`). */
+        KeySelf: {
+            /** @description The key's configured name; `anonymous` without API keys. */
+            name: string;
+            /** @description The key's limits; null where none is set. */
+            limits: {
+                requestsPerMinute: number | null;
+                concurrentLoops: number | null;
+                /** @description Input and output tokens a minute, a rolling rate. */
+                tokensPerMinute: number | null;
+                /** @description US dollars a UTC day, at the models' prices. */
+                usdPerDay: number | null;
+                /** @description US dollars a UTC month, at the models' prices. */
+                usdPerMonth: number | null;
+            };
+            /** @description What the key used, per window. */
+            usage: {
+                /**
+                 * @description The rolling minute of the token rate; null without
+                 *     `tokensPerMinute`. Tokens drain continuously, a minute
+                 *     after they were charged; a call that used more than the
+                 *     rest left is a debt its next calls wait out.
+                 */
+                tokensPerMinute: null | {
+                    /** @description Tokens in use, not yet drained (may exceed the limit after a large call). */
+                    used: number;
+                    limit: number;
+                    /**
+                     * Format: date-time
+                     * @description When no token will be in use, absent new calls.
+                     */
+                    resetsAt: string;
+                };
+                day: components["schemas"]["SpendWindow"];
+                month: components["schemas"]["SpendWindow"];
+            };
+        };
+        /** @description What a key spent in one UTC calendar window (a day or a month), counted whether or not it has a limit. */
+        SpendWindow: {
+            /** @description US dollars spent in the window, at the models' prices (unpriced models count 0). */
+            usd: number;
+            /** @description The window's limit; null without one. */
+            limit: number | null;
+            /** Format: date-time */
+            start: string;
+            /**
+             * Format: date-time
+             * @description The window's end, when its spend starts again from 0.
+             */
+            resetsAt: string;
+        };
         ModelList: {
             models: components["schemas"]["ModelInfo"][];
             /** @description The ID of the default model. */
@@ -1602,7 +1694,7 @@ export interface components {
         /** @description A limit was reached. */
         RateLimitProblem: components["schemas"]["Problem"] & {
             /** @enum {string} */
-            limit: "requests" | "loops" | "in_flight";
+            limit: "requests" | "loops" | "in_flight" | "tokens" | "budget";
         };
         /** @description A guaranteed helper ran out of attempts. */
         SampleValidationProblem: components["schemas"]["Problem"] & {
@@ -1680,8 +1772,12 @@ export interface components {
         /**
          * @description A limit was reached (`…/rate-limited`); `limit` says which:
          *     `requests` (the key's requests per minute), `loops` (the key's
-         *     concurrent loops) or `in_flight` (the service's cap on sampling
-         *     requests served at once). `Retry-After` says when to try again.
+         *     concurrent loops), `in_flight` (the service's cap on sampling
+         *     requests served at once), `tokens` (the key's tokens per minute: the
+         *     tokens in use plus the request's `maxTokens` would pass it) or
+         *     `budget` (the key's spend per UTC day or month is reached, or the
+         *     request's `maxTokens` at the model's output price would pass it; see
+         *     `GET /v1/keys/self`). `Retry-After` says when to try again.
          */
         TooManyRequests: {
             headers: {
@@ -2806,6 +2902,82 @@ export interface operations {
             502: components["responses"]["BadGateway"];
             503: components["responses"]["ServiceUnavailable"];
             504: components["responses"]["GatewayTimeout"];
+        };
+    };
+    getKeySelf: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Correlates the request with the service's log. A missing or malformed
+                 *     value (empty, over 128 characters, or holding characters outside
+                 *     visible ASCII) is replaced by a generated one.
+                 */
+                "X-Request-ID"?: components["parameters"]["RequestId"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The key's limits and usage. */
+            200: {
+                headers: {
+                    "X-Request-ID": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "name": "ci",
+                     *       "limits": {
+                     *         "requestsPerMinute": 60,
+                     *         "concurrentLoops": 10,
+                     *         "tokensPerMinute": 20000,
+                     *         "usdPerDay": 5,
+                     *         "usdPerMonth": null
+                     *       },
+                     *       "usage": {
+                     *         "tokensPerMinute": {
+                     *           "used": 1480,
+                     *           "limit": 20000,
+                     *           "resetsAt": "2026-11-27T14:03:04.5Z"
+                     *         },
+                     *         "day": {
+                     *           "usd": 0.0123,
+                     *           "limit": 5,
+                     *           "start": "2026-11-27T00:00:00Z",
+                     *           "resetsAt": "2026-11-28T00:00:00Z"
+                     *         },
+                     *         "month": {
+                     *           "usd": 0.4871,
+                     *           "limit": null,
+                     *           "start": "2026-11-01T00:00:00Z",
+                     *           "resetsAt": "2026-12-01T00:00:00Z"
+                     *         }
+                     *       }
+                     *     }
+                     */
+                    "application/json": components["schemas"]["KeySelf"];
+                };
+            };
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            /**
+             * @description Redis, which keeps the keys' limits, did not answer
+             *     (`…/limits-unavailable`); try again after `Retry-After`.
+             */
+            503: {
+                headers: {
+                    "X-Request-ID": components["headers"]["RequestId"];
+                    "Retry-After": components["headers"]["RetryAfter"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
         };
     };
     listTools: {
