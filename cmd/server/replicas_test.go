@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -439,5 +440,90 @@ func TestReplicasRedisRestart(t *testing.T) {
 	checkLog(t, "B", seenB, "cancelled")
 	if diff := cmp.Diff(seenA, seenB); diff != "" {
 		t.Errorf("the streams on A and B differ (-A +B):\n%s", diff)
+	}
+}
+
+// TestReplicasBudget: two replicas on one Redis share a key's budget of
+// $0.0001 a day at offline/default's $10 per million output tokens. After
+// a call on A, B refuses a call whose maxTokens passes the rest by one
+// token (429 budget) and serves the one that fits it exactly, and
+// GET /v1/keys/self says the same spend on both, the sum of the answers'
+// costs.
+func TestReplicasBudget(t *testing.T) {
+	sock := redistest.Socket(t) // skips without redis-server, unless CI=true
+	dir := t.TempDir()
+	bin, _ := built(t)
+	// A key of its own: no other run's spend is in this Redis for it.
+	name, secret := "b"+strconv.FormatInt(time.Now().UnixNano(), 36), strconv.FormatInt(time.Now().UnixNano(), 16)+"-budget-key"
+	config := filepath.Join(dir, "sampled.yaml")
+	cfg := fmt.Sprintf(`providers:
+  - name: offline
+    type: offline
+    models:
+      - name: default
+        price: {input: 2.5, output: 10}
+apiKeys:
+  - name: %s
+    hash: sha256:%x
+    usdPerDay: 0.0001
+`, name, sha256.Sum256([]byte(secret)))
+	if err := os.WriteFile(config, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	a := startReplica(t, "A", bin, config, "unix://"+sock)
+	b := startReplica(t, "B", bin, config, "unix://"+sock)
+	do := func(r *replica, method, path, body string) (int, []byte) {
+		t.Helper()
+		req, err := http.NewRequestWithContext(t.Context(), method, r.url+path, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+secret)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		out, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, out
+	}
+	// sample calls with maxTokens and returns the status, the answer's
+	// cost in billionths of a dollar ($2.50 and $10 a million) and the
+	// problem's limit.
+	sample := func(r *replica, maxTokens int) (int, int64, string) {
+		t.Helper()
+		status, out := do(r, http.MethodPost, "/v1/sample", fmt.Sprintf(`{"prompt":"Name three primary colours.","maxTokens":%d}`, maxTokens))
+		var res struct {
+			Usage struct{ InputTokens, OutputTokens int64 }
+			Limit string
+		}
+		if err := json.Unmarshal(out, &res); err != nil {
+			t.Fatalf("%s: %s", r.name, out)
+		}
+		return status, res.Usage.InputTokens*2500 + res.Usage.OutputTokens*10000, res.Limit
+	}
+	status, spent, _ := sample(a, 2)
+	if status != http.StatusOK {
+		t.Fatalf("first call on A: %d", status)
+	}
+	fits := int((100_000 - spent) / 10_000)
+	if status, _, limit := sample(b, fits+1); status != http.StatusTooManyRequests || limit != "budget" {
+		t.Errorf("maxTokens %d on B with %d billionths spent on A: %d %q, want 429 budget", fits+1, spent, status, limit)
+	}
+	status, cost, _ := sample(b, fits)
+	if status != http.StatusOK {
+		t.Fatalf("maxTokens %d on B, exactly the rest: %d", fits, status)
+	}
+	spent += cost
+	for _, r := range []*replica{a, b} {
+		status, out := do(r, http.MethodGet, "/v1/keys/self", "")
+		var ks struct {
+			Usage struct{ Day, Month struct{ USD float64 } }
+		}
+		if err := json.Unmarshal(out, &ks); err != nil || status != http.StatusOK ||
+			ks.Usage.Day.USD != float64(spent)/1e9 || ks.Usage.Month.USD != float64(spent)/1e9 {
+			t.Errorf("keys/self on %s: %d %s, want $%v today and this month", r.name, status, out, float64(spent)/1e9)
+		}
 	}
 }
