@@ -23,6 +23,7 @@ import (
 
 	"github.com/sampled/sampled/internal/app"
 	"github.com/sampled/sampled/internal/config"
+	"github.com/sampled/sampled/internal/telemetry"
 )
 
 // The side-by-side measurement runs every program in its own process: this
@@ -38,7 +39,7 @@ const (
 // measurement.
 func isSideChild(arg string) bool {
 	switch arg {
-	case subFake, subFloor, subSampled, subClient, subInterleave:
+	case subFake, subFloor, subSampled, subClient, subInterleave, subOTLP:
 		return true
 	}
 	return isStreamChild(arg)
@@ -61,6 +62,7 @@ func sideChild(ctx context.Context, args []string, stdin io.Reader, stdout io.Wr
 	d := fs.Duration("d", 0, "how long the client sends; 0 means until -n are sent")
 	timeout := fs.Duration("timeout", 30*time.Second, "client timeout per request")
 	targets := fs.String("targets", "", "JSON array of {url, body} the interleaved client posts to")
+	otlp := fs.String("otlp", "", "base URL of an OTLP/HTTP receiver: sampled traces, exporting there")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -76,7 +78,9 @@ func sideChild(ctx context.Context, args []string, stdin io.Reader, stdout io.Wr
 		if *upstream == "" {
 			return errors.New("-upstream is required")
 		}
-		return sampledChild(ctx, *upstream, stdin, stdout)
+		return sampledChild(ctx, *upstream, *otlp, stdin, stdout)
+	case subOTLP:
+		return serveChild(ctx, &http.Server{Handler: newOTLPSink(), ReadHeaderTimeout: 10 * time.Second}, stdin, stdout)
 	case subInterleave:
 		return interleaveChild(ctx, *targets, *n, *timeout, stdout)
 	default:
@@ -104,7 +108,20 @@ func serverLikeCmdServer(ctx context.Context, h http.Handler) *http.Server {
 // sampledChild serves sampled configured for the OpenAI fake at upstream,
 // as cmd/server does: app.New with a JSON log handler, writing each
 // request's log line to /dev/null so that its cost is counted.
-func sampledChild(ctx context.Context, upstream string, stdin io.Reader, stdout io.Writer) error {
+func sampledChild(ctx context.Context, upstream, otlp string, stdin io.Reader, stdout io.Writer) error {
+	if otlp != "" {
+		// Tracing on, as cmd/server turns it on.
+		stop, err := telemetry.Setup(ctx, func(k string) string {
+			if k == telemetry.EnvEndpoint {
+				return otlp
+			}
+			return ""
+		}, "bench")
+		if err != nil {
+			return err
+		}
+		defer func() { _ = stop(context.WithoutCancel(ctx)) }()
+	}
 	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {
 		return err

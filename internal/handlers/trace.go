@@ -18,8 +18,7 @@ func requestSpan(ctx context.Context, r *http.Request) (context.Context, trace.S
 	if !telemetry.Enabled() {
 		return telemetry.Start(ctx, "", 0)
 	}
-	return telemetry.Start(ctx, r.Method, trace.SpanKindServer, semconv.HTTPRequestMethodKey.String(r.Method),
-		semconv.URLPath(r.URL.Path))
+	return telemetry.Start(ctx, r.Method, trace.SpanKindServer, semconv.HTTPRequestMethodKey.String(r.Method))
 }
 
 // endRequestSpan names a request's span by its method and route, as the

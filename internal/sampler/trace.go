@@ -21,7 +21,6 @@ const (
 	attrInvalid   = attribute.Key("sampled.answer.invalid")
 	attrErrors    = attribute.Key("sampled.answer.errors")
 	attrCost      = attribute.Key("sampled.cost_usd")
-	attrModelID   = attribute.Key("sampled.model")
 )
 
 // chatSpan starts the span of one provider call, named and attributed as
@@ -31,16 +30,9 @@ func chatSpan(ctx context.Context, prov string, req *Request) (context.Context, 
 		return telemetry.Start(ctx, "", 0)
 	}
 	attrs := []attribute.KeyValue{semconv.GenAIOperationNameChat, semconv.GenAIProviderNameKey.String(prov),
-		semconv.GenAIRequestModel(req.Model), semconv.GenAIRequestMaxTokens(req.MaxTokens),
-		attrModelID.String(prov + "/" + req.Model)}
+		semconv.GenAIRequestModel(req.Model), semconv.GenAIRequestMaxTokens(req.MaxTokens)}
 	if req.Temperature != nil {
 		attrs = append(attrs, semconv.GenAIRequestTemperature(*req.Temperature))
-	}
-	switch req.Mode() {
-	case ModeSchema:
-		attrs = append(attrs, semconv.GenAIOutputTypeJSON)
-	default:
-		attrs = append(attrs, semconv.GenAIOutputTypeText)
 	}
 	if telemetry.Content() {
 		attrs = append(attrs, semconv.GenAIInputMessagesKey.String(jsonText(req.Messages)))

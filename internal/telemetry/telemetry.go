@@ -16,7 +16,6 @@ import (
 	"strings"
 	"sync/atomic"
 
-	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -140,13 +139,29 @@ func TraceID(ctx context.Context) string {
 	return ""
 }
 
-// Transport returns rt wrapped to make a client span for each HTTP
-// request and to send the trace context in its headers; off, rt itself.
+// Transport returns rt wrapped to send the trace context of each
+// request's context in its headers (traceparent, tracestate, baggage);
+// off, rt itself. It makes no span of its own: the caller's span (a
+// provider call's "chat", an MCP call's "tools/call") is the client span
+// of the request.
 func Transport(rt http.RoundTripper) http.RoundTripper {
 	if !enabled.Load() {
 		return rt
 	}
-	return otelhttp.NewTransport(rt)
+	return injecting{rt}
+}
+
+type injecting struct{ next http.RoundTripper }
+
+func (t injecting) RoundTrip(req *http.Request) (*http.Response, error) {
+	if !trace.SpanContextFromContext(req.Context()).IsValid() {
+		return t.next.RoundTrip(req)
+	}
+	// A RoundTripper leaves the request it is given as it is.
+	r := *req
+	r.Header = req.Header.Clone()
+	propagator.Inject(req.Context(), propagation.HeaderCarrier(r.Header))
+	return t.next.RoundTrip(&r)
 }
 
 // metaCarrier lets the propagator read and write trace context in an MCP

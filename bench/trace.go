@@ -1,0 +1,167 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"sync/atomic"
+	"time"
+)
+
+// subOTLP is the local OTLP/HTTP receiver of the tracing measurement: it
+// takes every export and keeps nothing but a count.
+const subOTLP = "-side-otlp"
+
+// newOTLPSink answers OTLP/HTTP exports with an empty success, as a
+// collector does, and counts them at GET /count.
+func newOTLPSink() http.Handler {
+	var exports atomic.Int64
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/traces", func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		exports.Add(1)
+		w.Header().Set("Content-Type", "application/x-protobuf")
+		w.WriteHeader(http.StatusOK)
+	})
+	mux.HandleFunc("GET /count", func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, exports.Load())
+	})
+	return mux
+}
+
+const (
+	traceOff = "off"
+	traceOn  = "on"
+)
+
+// runTrace measures what tracing costs: sampled with tracing off beside
+// the same build with tracing on, exporting every span to a local OTLP
+// receiver; each in its own process, in alternating rounds.
+func runTrace(ctx context.Context, o sideOptions, stdout io.Writer) error {
+	modes, err := sideModes()
+	if err != nil {
+		return err
+	}
+	fake, err := startChild(ctx, subFake)
+	if err != nil {
+		return err
+	}
+	defer fake.stop()
+	sink, err := startChild(ctx, subOTLP)
+	if err != nil {
+		return err
+	}
+	defer sink.stop()
+	gateways := map[string]*child{}
+	for side, args := range map[string][]string{traceOff: nil, traceOn: {"-otlp", sink.url}} {
+		g, err := startChild(ctx, append([]string{subSampled, "-upstream", fake.url}, args...)...)
+		if err != nil {
+			return err
+		}
+		defer g.stop()
+		gateways[side] = g
+	}
+	url := func(side string) string { return gateways[side].url + "/v1/sample" }
+
+	fmt.Fprintf(stdout, "tracing: sampled with tracing off and on (every span exported to a local OTLP receiver), each in its own process\n")
+	fmt.Fprintf(stdout, "%d rounds; c=1 latency over %d requests to each side, interleaved, c=%d throughput for %s\n", o.rounds, o.n, o.c, o.d)
+	for _, m := range modes {
+		for _, side := range []string{traceOff, traceOn} {
+			if _, err := runClient(ctx, url(side), m.body, o.c, 0, min(o.d, time.Second)); err != nil {
+				return fmt.Errorf("warm-up %s %s: %w", m.name, side, err)
+			}
+		}
+	}
+	vals := map[sideKey][]float64{}
+	add := func(mode, side, metric string, v float64) {
+		k := sideKey{mode, side, metric}
+		vals[k] = append(vals[k], v)
+	}
+	for r := range o.rounds {
+		order := []string{traceOff, traceOn}
+		if r%2 == 1 {
+			slices.Reverse(order)
+		}
+		fmt.Fprintf(stdout, "round %d/%d: tracing %s first\n", r+1, o.rounds, order[0])
+		for _, m := range modes {
+			targets := []target{{URL: url(order[0]), Body: m.body}, {URL: url(order[1]), Body: m.body}}
+			res, err := runInterleaved(ctx, targets, o.n)
+			if err != nil {
+				return fmt.Errorf("%s c=1: %w", m.name, err)
+			}
+			for i, side := range order {
+				add(m.name, side, mP50, float64(res[i].P50Ns)/1e3)
+				fmt.Fprintf(stdout, "  %-6s tracing %-3s c=1   p50 %6.0fµs\n", m.name, side, float64(res[i].P50Ns)/1e3)
+			}
+			for _, side := range order {
+				res, err := measureThroughput(ctx, gateways[side].pid(), fake.pid(), url(side), m.body, o.c, o.d)
+				if err != nil {
+					return fmt.Errorf("%s %s c=%d: %w", m.name, side, o.c, err)
+				}
+				add(m.name, side, mRPS, res.perSecond())
+				add(m.name, side, mCPU, res.gateway)
+				fmt.Fprintf(stdout, "  %-6s tracing %-3s c=%-3d %6.0f req/s  %6.1fµs CPU/request\n", m.name, side, o.c, res.perSecond(), res.gateway)
+			}
+		}
+	}
+	exports, err := httpGetText(ctx, sink.url+"/count")
+	if err != nil {
+		return err
+	}
+	if n, _ := strconv.Atoi(exports); n == 0 {
+		return fmt.Errorf("the OTLP receiver got no export: tracing was not on")
+	}
+	paired := func(mode, metric string, f func(on, off float64) float64) float64 {
+		on, off := vals[sideKey{mode, traceOn, metric}], vals[sideKey{mode, traceOff, metric}]
+		var out []float64
+		for i := range min(len(on), len(off)) {
+			out = append(out, f(on[i], off[i]))
+		}
+		return median(out)
+	}
+	fmt.Fprintf(stdout, "\nmedians of %d rounds, on/off the median of the rounds' ratios (differences for latency); %s exports received\n", o.rounds, exports)
+	for _, m := range modes {
+		fmt.Fprintf(stdout, "%-6s CPU/request off %.1fµs on %.1fµs: ×%.2f; c=%d req/s ×%.2f; c=1 p50 %+.0fµs\n", m.name,
+			median(vals[sideKey{m.name, traceOff, mCPU}]), median(vals[sideKey{m.name, traceOn, mCPU}]),
+			paired(m.name, mCPU, func(on, off float64) float64 { return on / off }), o.c,
+			paired(m.name, mRPS, func(on, off float64) float64 { return on / off }),
+			paired(m.name, mP50, func(on, off float64) float64 { return on - off }))
+	}
+	if o.cpuprofile == "" {
+		return nil
+	}
+	for _, side := range []string{traceOff, traceOn} {
+		path := profilePath(o.cpuprofile, "tracing-"+side, modes[0].name)
+		g := gateways[side]
+		if err := g.command("profile " + path); err != nil {
+			return err
+		}
+		res, err := measureThroughput(ctx, g.pid(), fake.pid(), url(side), modes[0].body, o.c, o.d)
+		if err != nil {
+			return err
+		}
+		if err := g.command("stop-profile"); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "CPU profile of tracing %s, %s, c=%d: %s (%.1fµs CPU/request while profiled)\n", side, modes[0].name, o.c, path, res.gateway)
+	}
+	return nil
+}
+
+// httpGetText returns the body of a GET of url.
+func httpGetText(ctx context.Context, url string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
+}
