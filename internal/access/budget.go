@@ -155,14 +155,18 @@ func (b *localBudget) spent(now time.Time) Spent {
 	return Spent{TokensInUse: max(0, b.tat.Sub(now)), DayNano: b.dayNano, MonthNano: b.monthNano}
 }
 
+// roll moves to the windows of now, when it is past the current ones.
 func (b *localBudget) roll(now time.Time) {
-	if d := dayOf(now); d.Name != b.day.Name {
-		b.day, b.dayNano = d, 0
+	if !in(now, b.day) {
+		b.day, b.dayNano = dayOf(now), 0
 	}
-	if m := monthOf(now); m.Name != b.month.Name {
-		b.month, b.monthNano = m, 0
+	if !in(now, b.month) {
+		b.month, b.monthNano = monthOf(now), 0
 	}
 }
+
+// in reports whether t falls in w.
+func in(t time.Time, w Window) bool { return !t.Before(w.Start) && t.Before(w.End) }
 
 func (b *localBudget) charge(now time.Time, inUse time.Duration, nano int64) {
 	b.mu.Lock()

@@ -263,8 +263,9 @@ func hangingRedis(t *testing.T) string {
 }
 
 // TestSharedLimitsFailOpen: with Redis refusing connections or never
-// answering, every check ends within its timeout and lets the request or
-// loop in, each counted, with one warning in the log.
+// answering, every check ends within its timeout and lets the request,
+// loop or model call in, each counted, with one warning in the log; a
+// charge is dropped, and Status fails.
 func TestSharedLimitsFailOpen(t *testing.T) {
 	const timeout = 100 * time.Millisecond
 	tests := []struct {
@@ -284,8 +285,8 @@ func TestSharedLimitsFailOpen(t *testing.T) {
 			t.Cleanup(l.Close)
 			unchecked := map[string]int{}
 			var mu sync.Mutex
-			g := mustGuard(t, Options{RequestsPerMinute: 60, ConcurrentLoops: 1, Keys: []Key{{Name: "a", Digest: HashKey("a")}},
-				Shared: l, Logger: log, Unchecked: func(limit string) { mu.Lock(); unchecked[limit]++; mu.Unlock() }})
+			g := mustGuard(t, Options{RequestsPerMinute: 60, ConcurrentLoops: 1, TokensPerMinute: 60, Keys: []Key{{Name: "a", Digest: HashKey("a")}},
+				Shared: l, Budgets: l, Logger: log, Unchecked: func(limit string) { mu.Lock(); unchecked[limit]++; mu.Unlock() }})
 			a, _ := g.Authenticate("Bearer a")
 			// slowest is the longest single check: the bound is the timeout
 			// plus scheduling, far below go-redis's own 3s read timeout.
@@ -316,10 +317,23 @@ func TestSharedLimitsFailOpen(t *testing.T) {
 			for _, rel := range releases {
 				timed(rel)
 			}
+			for i := range 3 { // past the 60 tokens a minute
+				timed(func() {
+					if err := g.Reserve(t.Context(), a, Estimate{Tokens: 50}); err != nil {
+						t.Errorf("call %d refused with Redis down: %v", i+1, err)
+					}
+					g.Charge(t.Context(), a, 50, 1)
+				})
+			}
+			timed(func() {
+				if _, err := g.Status(t.Context(), a); err == nil {
+					t.Error("Status with Redis down did not fail")
+				}
+			})
 			if slowest > timeout+time.Second {
 				t.Errorf("slowest check took %v with a timeout of %v", slowest, timeout)
 			}
-			if diff := cmp.Diff(map[string]int{LimitRequests: 10, LimitLoops: 3}, unchecked); diff != "" {
+			if diff := cmp.Diff(map[string]int{LimitRequests: 10, LimitLoops: 3, LimitTokens: 3}, unchecked); diff != "" {
 				t.Errorf("unchecked (-want +got):\n%s", diff)
 			}
 			if got := a.Loops(); got != 0 {

@@ -264,3 +264,25 @@ func TestLoopOutOfBudget(t *testing.T) {
 		t.Errorf(`sampled_rate_limited_total{key="looper"} = %v, want 1`, got)
 	}
 }
+
+// TestBudgetWithoutRedis: with Redis unreachable, a key's budget lets its
+// calls in, each counted as unchecked (limits fail open), and
+// GET /v1/keys/self, which cannot say what was spent, answers 503 with
+// Retry-After.
+func TestBudgetWithoutRedis(t *testing.T) {
+	cfg, secret := keyed(redisConfig(t, "unix://"+t.TempDir()+"/none.sock"))
+	cfg.APIKeys[0].USDPerDay = 0.000001
+	_, url, reg := serve(t, cfg)
+	for i := range 2 {
+		if a := callKey(t, http.MethodPost, url+"/v1/sample", secret, `{"prompt":"hi","maxTokens":1000}`); a.status != http.StatusOK {
+			t.Fatalf("call %d with Redis down: %d %s, want 200 (limits fail open)", i+1, a.status, a.body)
+		}
+	}
+	if got := sum(t, reg, "sampled_rate_limit_unchecked_total", "limit", "budget"); got != 2 {
+		t.Errorf(`sampled_rate_limit_unchecked_total{limit="budget"} = %v, want 2`, got)
+	}
+	a := callKey(t, http.MethodGet, url+"/v1/keys/self", secret, "")
+	if a.status != http.StatusServiceUnavailable || a.retryAfter != "1" || !strings.Contains(string(a.body), "limits-unavailable") {
+		t.Errorf("GET /v1/keys/self with Redis down: %d, Retry-After %q, %s; want 503 limits-unavailable, 1", a.status, a.retryAfter, a.body)
+	}
+}

@@ -133,6 +133,7 @@ func TestBudgetRefusalIs429(t *testing.T) {
 		{"/v1/sample/schema", `{"prompt":"hi","model":"budget/m","schema":{"type":"object"}}`},
 		{"/v1/messages", `{"messages":[{"role":"user","content":{"type":"text","text":"hi"}}],"maxTokens":20,"modelPreferences":{"hints":[{"name":"budget/m"}]}}`},
 		{"/openai/v1/chat/completions", `{"model":"budget/m","messages":[{"role":"user","content":"hi"}]}`},
+		{"/openai/v1/chat/completions", `{"model":"budget/m","stream":true,"messages":[{"role":"user","content":"hi"}]}`},
 	} {
 		var (
 			resp *http.Response
