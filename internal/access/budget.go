@@ -229,20 +229,20 @@ func (g *Guard) Reserve(ctx context.Context, c *Caller, est Estimate) error {
 	est1 := nanoUSD(max(est.USD, 0))
 	var refused *LimitError
 	for _, w := range []struct {
-		per          string
+		per, this    string
 		limit, spent int64
 		window       Window
-	}{{"day", c.dayNano, s.DayNano, dayOf(now)}, {"month", c.monthNano, s.MonthNano, monthOf(now)}} {
+	}{{"day", "today", c.dayNano, s.DayNano, dayOf(now)}, {"month", "this month", c.monthNano, s.MonthNano, monthOf(now)}} {
 		if w.limit <= 0 {
 			continue
 		}
 		var detail string
 		switch {
 		case w.spent >= w.limit:
-			detail = fmt.Sprintf("this API key's budget of %s a %s is spent (%s this %s)", usd(w.limit), w.per, usd(w.spent), w.per)
+			detail = fmt.Sprintf("this API key's budget of %s a %s is spent (%s %s)", usd(w.limit), w.per, usd(w.spent), w.this)
 		case w.spent+min(est1, w.limit) > w.limit:
-			detail = fmt.Sprintf("this API key's budget of %s a %s would be exceeded: %s spent this %s, and this request may cost %s (its maxTokens at the model's output price)",
-				usd(w.limit), w.per, usd(w.spent), w.per, usd(est1))
+			detail = fmt.Sprintf("this API key's budget of %s a %s would be exceeded: %s spent %s, and this request may cost %s (its maxTokens at the model's output price)",
+				usd(w.limit), w.per, usd(w.spent), w.this, usd(est1))
 		default:
 			continue
 		}
