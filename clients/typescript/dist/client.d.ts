@@ -159,6 +159,9 @@ export declare class Sampled {
      */
     events(id: string, options?: EventsOptions): AsyncGenerator<LoopEvent>;
 }
+/** StreamDataError: an event's data is not JSON. */
+export declare class StreamDataError extends Error {
+}
 /**
  * toJSONSchema gives the JSON Schema of a schema argument: a JSON Schema
  * as it is; a Zod 4 schema through Zod's own conversion, the schema's

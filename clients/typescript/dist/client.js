@@ -31,7 +31,7 @@ export class Sampled {
     }
     /** One sampling request (`POST /v1/sample`): plain, schema (`parsed`/`parseError`) or tools mode (`toolCalls`). */
     async sample(request, options) {
-        return (await this.#json("POST", "/v1/sample", request, options));
+        return (await this.#json("POST", "/v1/sample", withoutStream(request), options));
     }
     /**
      * A value that validates against `schema` (`POST /v1/sample/schema`):
@@ -41,7 +41,7 @@ export class Sampled {
      * `parsed` is typed by the Zod schema, or by `T`.
      */
     async sampleSchema(schema, request, options) {
-        const body = { ...request, schema: await toJSONSchema(schema) };
+        const body = { ...withoutStream(request), schema: await toJSONSchema(schema) };
         return (await this.#json("POST", "/v1/sample/schema", body, options));
     }
     /**
@@ -50,7 +50,7 @@ export class Sampled {
      * `inputSchema`; `SampleValidationError` when the attempts run out.
      */
     async sampleTools(request, options) {
-        return (await this.#json("POST", "/v1/sample/tools", request, options));
+        return (await this.#json("POST", "/v1/sample/tools", withoutStream(request), options));
     }
     /** `sample`, streamed: the deltas as they come, then the result. */
     streamSample(request, options) {
@@ -125,7 +125,7 @@ export class Sampled {
                 const headers = { accept: "text/event-stream" };
                 if (last !== undefined)
                     headers["last-event-id"] = String(last);
-                const res = await this.#send("GET", path, undefined, { ...options, signal, headers: { ...options.headers, ...headers } });
+                const res = await this.#send("GET", path, undefined, { signal, headers: { ...options.headers, ...headers } });
                 if (!res.ok)
                     throw await errorFromResponse(res);
                 if (!isEventStream(res) || res.body === null) {
@@ -137,13 +137,14 @@ export class Sampled {
                         continue;
                     if (last !== undefined && n <= last)
                         continue; // never twice
+                    const known = KNOWN_LOOP_EVENTS.has(m.event);
+                    const ev = known ? { id: n, event: m.event, data: parseData(m.data, m.event) } : undefined;
                     last = n;
                     progressed = true;
                     failures = 0;
                     delay = firstDelay;
-                    if (!KNOWN_LOOP_EVENTS.has(m.event))
+                    if (ev === undefined)
                         continue;
-                    const ev = { id: n, event: m.event, data: JSON.parse(m.data) };
                     yield ev;
                     if (ev.event === "loop.completed")
                         return;
@@ -153,8 +154,9 @@ export class Sampled {
             catch (err) {
                 if (signal?.aborted)
                     throw signal.reason;
-                if (err instanceof ProblemError)
-                    throw err; // the service said no: no retry helps
+                // The service said no, or sent what cannot be read: no retry helps.
+                if (err instanceof ProblemError || err instanceof StreamDataError)
+                    throw err;
                 lastError = err;
             }
             if (!progressed)
@@ -192,7 +194,6 @@ export class Sampled {
     async *#stream(route, body, options = {}) {
         const signal = callSignal(options);
         const res = await this.#send("POST", route, body, {
-            ...options,
             signal,
             headers: { ...options.headers, accept: "text/event-stream" },
         });
@@ -206,13 +207,13 @@ export class Sampled {
             switch (m.event) {
                 case "delta":
                 case "attempt":
-                    yield { event: m.event, data: JSON.parse(m.data) };
+                    yield { event: m.event, data: parseData(m.data, m.event) };
                     break;
                 case "result":
-                    yield { event: "result", data: JSON.parse(m.data) };
+                    yield { event: "result", data: parseData(m.data, m.event) };
                     return;
                 case "error":
-                    throw problemError(JSON.parse(m.data), { requestId });
+                    throw problemError(parseData(m.data, m.event), { requestId });
                 default:
                 // an event this version does not know
             }
@@ -234,6 +235,22 @@ function env(name) {
     const p = globalThis.process;
     const v = p?.env?.[name];
     return v === "" ? undefined : v;
+}
+/** StreamDataError: an event's data is not JSON. */
+export class StreamDataError extends Error {
+}
+function parseData(data, event) {
+    try {
+        return JSON.parse(data);
+    }
+    catch (err) {
+        throw new StreamDataError(`the data of a ${event} event is not JSON`, { cause: err });
+    }
+}
+/** The request without `stream`: the JSON methods read one JSON answer. */
+function withoutStream(request) {
+    const { stream: _stream, ...rest } = request;
+    return rest;
 }
 function isEventStream(res) {
     return (res.headers.get("content-type") ?? "").toLowerCase().startsWith("text/event-stream");

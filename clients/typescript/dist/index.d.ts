@@ -6,7 +6,7 @@
  * const result = await sampled.createMessage({ messages, maxTokens: 200 });
  * ```
  */
-export { Sampled, toJSONSchema, type CallOptions, type ClientOptions, type EventsOptions, type JSONSchema, type ListLoopsQuery, type LoopCancelling, type LoopCreated, type LoopEvent, type LoopList, type LoopRequest, type LoopRun, type LoopStatus, type LoopSummary, type ModelList, type SampleRequest, type SampleResult, type SampleSchemaRequest, type SampleSchemaResult, type SampleToolsRequest, type SampleToolsResult, type StreamEvent, type ToolList, type ZodSchemaLike, } from "./client.js";
+export { Sampled, StreamDataError, toJSONSchema, type CallOptions, type ClientOptions, type EventsOptions, type JSONSchema, type ListLoopsQuery, type LoopCancelling, type LoopCreated, type LoopEvent, type LoopList, type LoopRequest, type LoopRun, type LoopStatus, type LoopSummary, type ModelList, type SampleRequest, type SampleResult, type SampleSchemaRequest, type SampleSchemaResult, type SampleToolsRequest, type SampleToolsResult, type StreamEvent, type ToolList, type ZodSchemaLike, } from "./client.js";
 export { BadRequestError, ConflictError, GoneError, NotFoundError, ProblemError, RateLimitError, SampleValidationError, UnauthorizedError, UpstreamError, type FieldError, type Problem, } from "./errors.js";
 export type { components, operations, paths } from "./openapi.js";
 export { readSSE, type SSEMessage } from "./sse.js";

@@ -6,7 +6,7 @@
  * const result = await sampled.createMessage({ messages, maxTokens: 200 });
  * ```
  */
-export { Sampled, toJSONSchema, } from "./client.js";
+export { Sampled, StreamDataError, toJSONSchema, } from "./client.js";
 export { BadRequestError, ConflictError, GoneError, NotFoundError, ProblemError, RateLimitError, SampleValidationError, UnauthorizedError, UpstreamError, } from "./errors.js";
 export { readSSE } from "./sse.js";
 import { Sampled } from "./client.js";

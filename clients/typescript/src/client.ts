@@ -148,7 +148,7 @@ export class Sampled {
 
   /** One sampling request (`POST /v1/sample`): plain, schema (`parsed`/`parseError`) or tools mode (`toolCalls`). */
   async sample(request: SampleRequest, options?: CallOptions): Promise<SampleResult> {
-    return (await this.#json("POST", "/v1/sample", request, options)) as SampleResult;
+    return (await this.#json("POST", "/v1/sample", withoutStream(request), options)) as SampleResult;
   }
 
   /**
@@ -163,7 +163,7 @@ export class Sampled {
     request: SampleSchemaRequest,
     options?: CallOptions,
   ): Promise<SampleSchemaResult<T>> {
-    const body = { ...request, schema: await toJSONSchema(schema) };
+    const body = { ...withoutStream(request), schema: await toJSONSchema(schema) };
     return (await this.#json("POST", "/v1/sample/schema", body, options)) as SampleSchemaResult<T>;
   }
 
@@ -173,7 +173,7 @@ export class Sampled {
    * `inputSchema`; `SampleValidationError` when the attempts run out.
    */
   async sampleTools(request: SampleToolsRequest, options?: CallOptions): Promise<SampleToolsResult> {
-    return (await this.#json("POST", "/v1/sample/tools", request, options)) as SampleToolsResult;
+    return (await this.#json("POST", "/v1/sample/tools", withoutStream(request), options)) as SampleToolsResult;
   }
 
   /** `sample`, streamed: the deltas as they come, then the result. */
@@ -264,7 +264,7 @@ export class Sampled {
       try {
         const headers: Record<string, string> = { accept: "text/event-stream" };
         if (last !== undefined) headers["last-event-id"] = String(last);
-        const res = await this.#send("GET", path, undefined, { ...options, signal, headers: { ...options.headers, ...headers } });
+        const res = await this.#send("GET", path, undefined, { signal, headers: { ...options.headers, ...headers } });
         if (!res.ok) throw await errorFromResponse(res);
         if (!isEventStream(res) || res.body === null) {
           throw new ProblemError({ type: "about:blank", title: "Not an event stream", status: res.status });
@@ -273,19 +273,21 @@ export class Sampled {
           const n = m.id === undefined ? NaN : Number(m.id);
           if (!Number.isInteger(n)) continue;
           if (last !== undefined && n <= last) continue; // never twice
+          const known = KNOWN_LOOP_EVENTS.has(m.event);
+          const ev = known ? ({ id: n, event: m.event, data: parseData(m.data, m.event) } as LoopEvent) : undefined;
           last = n;
           progressed = true;
           failures = 0;
           delay = firstDelay;
-          if (!KNOWN_LOOP_EVENTS.has(m.event)) continue;
-          const ev = { id: n, event: m.event, data: JSON.parse(m.data) } as LoopEvent;
+          if (ev === undefined) continue;
           yield ev;
           if (ev.event === "loop.completed") return;
         }
         lastError = new Error("the event stream ended before loop.completed");
       } catch (err) {
         if (signal?.aborted) throw signal.reason;
-        if (err instanceof ProblemError) throw err; // the service said no: no retry helps
+        // The service said no, or sent what cannot be read: no retry helps.
+        if (err instanceof ProblemError || err instanceof StreamDataError) throw err;
         lastError = err;
       }
       if (!progressed) failures++;
@@ -321,7 +323,6 @@ export class Sampled {
   async *#stream<R>(route: Route, body: unknown, options: CallOptions = {}): AsyncGenerator<StreamEvent<R>> {
     const signal = callSignal(options);
     const res = await this.#send("POST", route, body, {
-      ...options,
       signal,
       headers: { ...options.headers, accept: "text/event-stream" },
     });
@@ -334,13 +335,13 @@ export class Sampled {
       switch (m.event) {
         case "delta":
         case "attempt":
-          yield { event: m.event, data: JSON.parse(m.data) } as StreamEvent<R>;
+          yield { event: m.event, data: parseData(m.data, m.event) } as StreamEvent<R>;
           break;
         case "result":
-          yield { event: "result", data: JSON.parse(m.data) as R };
+          yield { event: "result", data: parseData(m.data, m.event) as R };
           return;
         case "error":
-          throw problemError(JSON.parse(m.data) as Problem, { requestId });
+          throw problemError(parseData(m.data, m.event) as Problem, { requestId });
         default:
         // an event this version does not know
       }
@@ -364,6 +365,23 @@ function env(name: string): string | undefined {
   const p = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process;
   const v = p?.env?.[name];
   return v === "" ? undefined : v;
+}
+
+/** StreamDataError: an event's data is not JSON. */
+export class StreamDataError extends Error {}
+
+function parseData(data: string, event: string): unknown {
+  try {
+    return JSON.parse(data);
+  } catch (err) {
+    throw new StreamDataError(`the data of a ${event} event is not JSON`, { cause: err });
+  }
+}
+
+/** The request without `stream`: the JSON methods read one JSON answer. */
+function withoutStream<T extends object>(request: T): T {
+  const { stream: _stream, ...rest } = request as T & { stream?: unknown };
+  return rest as T;
 }
 
 function isEventStream(res: Response): boolean {

@@ -8,6 +8,7 @@
  */
 export {
   Sampled,
+  StreamDataError,
   toJSONSchema,
   type CallOptions,
   type ClientOptions,
