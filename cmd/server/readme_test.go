@@ -16,7 +16,7 @@ import (
 func TestReadmeExamples(t *testing.T) {
 	// The sections whose shell examples run against a fresh service.
 	readmeSections := []string{"## Try it", "### A retry, seen happening", "### Streaming", "### MCP-shaped endpoint",
-		"### From the OpenAI SDKs", "### Service endpoints", "## Tool loops", "## Errors", "## Cost", "## Tracing"}
+		"### From the OpenAI SDKs", "### Service endpoints", "## Tool loops", "## Errors", "## Cost and budgets", "## Tracing"}
 	bash, err := exec.LookPath("bash")
 	if err != nil {
 		t.Skip("bash not found")
