@@ -123,3 +123,17 @@ test("the default client reads SAMPLED_URL and SAMPLED_API_KEY", async () => {
   const res = await fromEnv.createMessage({ messages: user("hi"), maxTokens: 20 });
   assert.equal(res.role, "assistant");
 });
+
+test("sampleSchema with a zod/mini schema: converted by zod/v4/core's toJSONSchema", async () => {
+  const zm = await import("zod/mini");
+  const Person = zm.object({ name: zm.string() });
+  assert.equal(typeof Person.toJSONSchema, "undefined");
+  const res = await sampled.sampleSchema(Person, { prompt: "A person" });
+  assert.equal(typeof res.parsed.name, "string");
+  assert.deepEqual(zm.parse(Person, res.parsed), res.parsed);
+});
+
+test("sampleSchema refuses a Zod 3 schema rather than send it as a JSON Schema", async () => {
+  const z3 = await import("zod/v3");
+  await assert.rejects(sampled.sampleSchema(z3.object({ name: z3.string() }), { prompt: "A person" }), TypeError);
+});
