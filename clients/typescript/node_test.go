@@ -115,10 +115,11 @@ func startSampled(t *testing.T) string {
 
 // cuttingProxy forwards every request to upstream. The first connection
 // to a loop's event stream (no Last-Event-ID) is cut in the middle of the
-// stream's fourth event, once the run has ended: the client has three
-// whole events and part of the fourth, and must resume after event 3.
-// GET /_proxy/seen?loop=ID lists the Last-Event-ID of each connection to
-// that loop's stream ("" for none), in order.
+// stream's fourth event, as soon as that event has arrived (while the run
+// goes on, if it still runs): the client has three whole events and part
+// of the fourth, and must resume after event 3. GET
+// /_proxy/seen?loop=ID lists the Last-Event-ID of each connection to that
+// loop's stream ("" for none), in order.
 func cuttingProxy(t *testing.T, upstream string) string {
 	t.Helper()
 	var mu sync.Mutex
@@ -160,21 +161,33 @@ func cuttingProxy(t *testing.T, upstream string) string {
 			_, _ = io.Copy(flushWriter{w}, resp.Body)
 			return
 		}
-		// The whole stream (the run ends within the test's time), then
-		// three events and half of the fourth, then the connection dies.
-		body, err := io.ReadAll(resp.Body)
-		if err != nil {
-			panic(http.ErrAbortHandler)
+		// Pass the stream through event by event (sampled ends each with a
+		// blank line); of the fourth event, half; then the connection dies.
+		var buf []byte
+		chunk := make([]byte, 4096)
+		for n := 0; ; {
+			end := bytes.Index(buf, []byte("\n\n"))
+			if end < 0 {
+				k, err := resp.Body.Read(chunk)
+				buf = append(buf, chunk[:k]...)
+				if err != nil {
+					_, _ = w.Write(buf)
+					return // the stream ended before a fourth event
+				}
+				continue
+			}
+			event := buf[:end+2]
+			buf = buf[end+2:]
+			if bytes.HasPrefix(event, []byte(":")) {
+				continue // a heartbeat
+			}
+			if n++; n == 4 {
+				_, _ = w.Write(event[:len(event)/2])
+				w.(http.Flusher).Flush()
+				panic(http.ErrAbortHandler)
+			}
+			_, _ = flushWriter{w}.Write(event)
 		}
-		blocks := strings.SplitAfter(string(body), "\n\n")
-		if len(blocks) < 5 {
-			_, _ = w.Write(body)
-			return
-		}
-		cut := strings.Join(blocks[:3], "") + blocks[3][:len(blocks[3])/2]
-		_, _ = io.WriteString(w, cut)
-		w.(http.Flusher).Flush()
-		panic(http.ErrAbortHandler)
 	})
 	// net/http closes the connection of a handler that panics with
 	// http.ErrAbortHandler, and logs nothing.

@@ -62,3 +62,25 @@ test("events resume after a connection cut mid-event: each event once, in order"
   // The same as a stream read in one go.
   assert.deepEqual(events, await collect(sampled.events(id)));
 });
+
+test("events resume after a cut in the middle of a run: the rest arrives live, each event once", async () => {
+  const proxied = new Sampled({ baseUrl: process.env.PROXY_URL, apiKey });
+  // offline/slow takes 2 s per model call: the cut (in event 4,
+  // tool.completed) comes while the second model call runs.
+  const { id } = await proxied.startLoop({ prompt: "Please calculate 2 * (3 + 4)", model: "offline/slow" });
+  const events = await collect(proxied.events(id, { reconnectDelay: 10 }));
+  const seen = await (await fetch(`${process.env.PROXY_URL}/_proxy/seen?loop=${id}`)).json();
+  assert.deepEqual(seen, ["", "3"]);
+  assert.deepEqual(events.map((e) => e.id), events.map((_, i) => i + 1));
+  assert.deepEqual(events.map((e) => e.event), [
+    "loop.started",
+    "model.completed",
+    "tool.started",
+    "tool.completed",
+    "iteration.completed",
+    "model.completed",
+    "iteration.completed",
+    "loop.completed",
+  ]);
+  assert.equal(events.at(-1).data.status, "completed");
+});
