@@ -1380,7 +1380,7 @@ export interface components {
         /** @description A loop run, as `GET /v1/loops/{id}` answers. */
         LoopRun: {
             id: string;
-            /** @description Correlates the run with the service's log. */
+            /** @description The run's trace, in W3C form (32 hex digits): the trace of the request that started it (the caller's traceparent, or the one sampled began), so that the run's events, the service's log and its OpenTelemetry spans join up. */
             traceId: string;
             origin: components["schemas"]["LoopOrigin"];
             /** @description The name of the API key that started the run (never the key); absent without keys. Only that key sees the run. */
@@ -2107,7 +2107,7 @@ export interface components {
                 /**
                  * @example id: 1
                  *     event: loop.started
-                 *     data: {"id":"loop_a077633ab9059250","traceId":"63b63e9645eeeab7","origin":{"kind":"http"},"tools":["std__calculate","std__json_query","std__now","std__text_stats"],"maxIterations":10,"timeoutMs":300000}
+                 *     data: {"id":"loop_a077633ab9059250","traceId":"63b63e9645eeeab7c2d1e0f9a8b7c6d5","origin":{"kind":"http"},"tools":["std__calculate","std__json_query","std__now","std__text_stats"],"maxIterations":10,"timeoutMs":300000}
                  *
                  *     id: 2
                  *     event: model.completed
@@ -2123,7 +2123,7 @@ export interface components {
                  *
                  *     id: 5
                  *     event: iteration.completed
-                 *     data: {"traceId":"63b63e9645eeeab7","iteration":1,"toolCalls":["std__calculate"],"durationMs":1}
+                 *     data: {"traceId":"63b63e9645eeeab7c2d1e0f9a8b7c6d5","iteration":1,"toolCalls":["std__calculate"],"durationMs":1}
                  *
                  *     : heartbeat
                  *
@@ -2133,11 +2133,11 @@ export interface components {
                  *
                  *     id: 7
                  *     event: iteration.completed
-                 *     data: {"traceId":"63b63e9645eeeab7","iteration":2,"toolCalls":[],"durationMs":1}
+                 *     data: {"traceId":"63b63e9645eeeab7c2d1e0f9a8b7c6d5","iteration":2,"toolCalls":[],"durationMs":1}
                  *
                  *     id: 8
                  *     event: loop.completed
-                 *     data: {"traceId":"63b63e9645eeeab7","status":"completed","totalIterations":2,"success":true,"durationMs":3,"result":"2 * (3 + 4) = 14","usage":{"inputTokens":21,"outputTokens":11}}
+                 *     data: {"traceId":"63b63e9645eeeab7c2d1e0f9a8b7c6d5","status":"completed","totalIterations":2,"success":true,"durationMs":3,"result":"2 * (3 + 4) = 14","usage":{"inputTokens":21,"outputTokens":11}}
                  */
                 "text/event-stream": string;
             };
@@ -3102,7 +3102,7 @@ export interface operations {
                      *       "loops": [
                      *         {
                      *           "id": "loop_a077633ab9059250",
-                     *           "traceId": "5d0c1e0b3f2a4c6d",
+                     *           "traceId": "5d0c1e0b3f2a4c6d9e8f7a6b5c4d3e2f",
                      *           "origin": {
                      *             "kind": "http"
                      *           },
@@ -3249,7 +3249,7 @@ export interface operations {
                     /**
                      * @example {
                      *       "id": "loop_a077633ab9059250",
-                     *       "traceId": "63b63e9645eeeab7",
+                     *       "traceId": "63b63e9645eeeab7c2d1e0f9a8b7c6d5",
                      *       "origin": {
                      *         "kind": "http"
                      *       },
