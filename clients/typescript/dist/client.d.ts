@@ -152,9 +152,11 @@ export declare class Sampled {
      * `loop.completed`. When the connection drops, or the stream ends before
      * that event, it reconnects with `Last-Event-ID` set to the last event it
      * yielded: each event comes once, in order, and an event cut in the
-     * middle is never yielded. It throws on an answer that is not a stream
-     * (404 `NotFoundError`, 410 `GoneError`, …), when the signal aborts, and
-     * after `maxReconnects` reconnections in a row that brought no event.
+     * middle is never yielded. A 5xx answer (503 while the service shuts
+     * down or its run store does not answer) is retried like a drop, after
+     * its `Retry-After` when it has one. It throws on a 4xx answer (404
+     * `NotFoundError`, 410 `GoneError`, …), when the signal aborts, and
+     * after `maxReconnects` connections in a row that brought no event.
      * Events of names this version does not know are skipped.
      */
     events(id: string, options?: EventsOptions): AsyncGenerator<LoopEvent>;

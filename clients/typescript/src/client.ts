@@ -244,9 +244,11 @@ export class Sampled {
    * `loop.completed`. When the connection drops, or the stream ends before
    * that event, it reconnects with `Last-Event-ID` set to the last event it
    * yielded: each event comes once, in order, and an event cut in the
-   * middle is never yielded. It throws on an answer that is not a stream
-   * (404 `NotFoundError`, 410 `GoneError`, …), when the signal aborts, and
-   * after `maxReconnects` reconnections in a row that brought no event.
+   * middle is never yielded. A 5xx answer (503 while the service shuts
+   * down or its run store does not answer) is retried like a drop, after
+   * its `Retry-After` when it has one. It throws on a 4xx answer (404
+   * `NotFoundError`, 410 `GoneError`, …), when the signal aborts, and
+   * after `maxReconnects` connections in a row that brought no event.
    * Events of names this version does not know are skipped.
    */
   async *events(id: string, options: EventsOptions = {}): AsyncGenerator<LoopEvent> {
@@ -257,10 +259,12 @@ export class Sampled {
     let failures = 0;
     let delay = firstDelay;
     let lastError: unknown;
+    let wait = 0;
     const path = `/v1/loops/${encodeURIComponent(id)}/events`;
     for (;;) {
       signal?.throwIfAborted();
       let progressed = false;
+      wait = 0;
       try {
         const headers: Record<string, string> = { accept: "text/event-stream" };
         if (last !== undefined) headers["last-event-id"] = String(last);
@@ -287,14 +291,18 @@ export class Sampled {
       } catch (err) {
         if (signal?.aborted) throw signal.reason;
         // The service said no, or sent what cannot be read: no retry helps.
-        if (err instanceof ProblemError || err instanceof StreamDataError) throw err;
+        if (err instanceof StreamDataError) throw err;
+        if (err instanceof ProblemError) {
+          if (err.status < 500) throw err;
+          wait = (err.retryAfter ?? 0) * 1000;
+        }
         lastError = err;
       }
       if (!progressed) failures++;
       if (failures >= maxReconnects) {
         throw new Error(`events of ${id}: gave up after ${failures} reconnections without an event`, { cause: lastError });
       }
-      await sleep(delay, signal);
+      await sleep(Math.max(delay, wait), signal);
       delay = Math.min(delay * 2, 5000);
     }
   }

@@ -98,3 +98,26 @@ test("the JSON methods send no stream member, with the key and JSON headers", as
   assert.deepEqual(bodies.map((b) => b.body), [{ prompt: "hi" }, { prompt: "hi", tools: [] }]);
   assert.ok(bodies.every((b) => b.auth === "Bearer k" && b.type === "application/json"));
 });
+
+test("events: a 503 is retried after its Retry-After, a 4xx is not", async (t) => {
+  const answers = [
+    [503, { "content-type": "application/problem+json", "retry-after": "1" }, '{"type":"https://sampled.dev/problems/not-ready","title":"Not ready","status":503}'],
+    [200, { "content-type": "text/event-stream" }, 'id: 1\nevent: loop.started\ndata: {"id":"loop_x"}\n\n'],
+    [410, { "content-type": "application/problem+json" }, '{"type":"https://sampled.dev/problems/events-expired","title":"Gone","status":410}'],
+  ];
+  const at = [];
+  const { client } = await serve(t, (req, res) => {
+    at.push(performance.now());
+    const [status, headers, body] = answers[at.length - 1] ?? answers.at(-1);
+    res.writeHead(status, headers);
+    res.end(body);
+  });
+  const seen = [];
+  const err = await (async () => {
+    for await (const e of client.events("loop_x", { reconnectDelay: 1 })) seen.push(e.event);
+  })().catch((e) => e);
+  assert.deepEqual(seen, ["loop.started"]);
+  assert.equal(err?.status, 410, String(err));
+  assert.equal(at.length, 3);
+  assert.ok(at[1] - at[0] >= 950, `retried after ${at[1] - at[0]} ms; Retry-After said 1 s`);
+});
