@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 the adviser's nested sampling (deprecated in MCP 2026-07-28) is what the trace must show
+
 package main
 
 import (
@@ -37,7 +39,6 @@ func adviser(t *testing.T) string {
 					meta[k] = v
 				}
 			}
-			//lint:ignore SA1019 the nested sampling is what the trace must show
 			res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{Meta: meta, MaxTokens: 64,
 				Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "advise on: " + q.Question}}}})
 			if err != nil {
