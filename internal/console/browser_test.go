@@ -22,6 +22,7 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/chromedp/chromedp/kb"
 
 	"github.com/sampled/sampled/internal/app"
 	"github.com/sampled/sampled/internal/config"
@@ -195,6 +196,7 @@ type tab struct {
 	ctx context.Context
 	t   *testing.T
 
+	loads    int // pages opened
 	mu       sync.Mutex
 	urls     map[network.RequestID]string
 	problems []string
@@ -321,18 +323,41 @@ func (b *tab) until(what, expr string, limit time.Duration) {
 // open loads a console page and waits until it shows its data.
 func (b *tab) open(base, fragment, ready string) {
 	b.t.Helper()
-	// A fresh load each time: about:blank first, as a fragment alone
-	// would not reload the page.
-	b.do(chromedp.Navigate("about:blank"), chromedp.Navigate(base+"/console#"+fragment),
+	// A fresh load each time: a new query, as a fragment alone would not
+	// reload the page.
+	b.loads++
+	b.do(chromedp.Navigate(fmt.Sprintf("%s/console?load=%d#%s", base, b.loads, fragment)),
 		chromedp.WaitReady(chromedp.CSS(`body[data-ready="`+ready+`"]`)))
 }
 
-// screenshot saves the page as name in $SAMPLED_SCREENSHOTS, when set.
+// moduleRoot is the directory of the module's go.mod.
+func moduleRoot(t *testing.T) string {
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			t.Fatal("no go.mod above the test's directory")
+		}
+		dir = up
+	}
+}
+
+// screenshot saves the page as name in $SAMPLED_SCREENSHOTS, when set; a
+// relative directory is taken from the module's root.
 func (b *tab) screenshot(name string) {
 	b.t.Helper()
 	dir := os.Getenv("SAMPLED_SCREENSHOTS")
 	if dir == "" {
 		return
+	}
+	if !filepath.IsAbs(dir) {
+		dir = filepath.Join(moduleRoot(b.t), dir)
 	}
 	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
 	if err != nil {
@@ -344,6 +369,20 @@ func (b *tab) screenshot(name string) {
 	if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
 		b.t.Fatal(err)
 	}
+}
+
+// runsPage is a page of GET /v1/loops.
+type runsPage struct {
+	Loops []struct{ ID string }
+	Next  string
+}
+
+func (p runsPage) ids() []string {
+	var out []string
+	for _, l := range p.Loops {
+		out = append(out, l.ID)
+	}
+	return out
 }
 
 // keysConfig is a configuration with two API keys.
@@ -560,6 +599,69 @@ func TestBrowser(t *testing.T) {
 		b.check(func(p string) bool {
 			return strings.HasSuffix(p, "ERR_INCOMPLETE_CHUNKED_ENCODING "+open.url+"/v1/loops/"+created.ID+"/events")
 		})
+	})
+
+	t.Run("a narrow window, by keyboard", func(t *testing.T) {
+		b := newTab(t, browser, 20*time.Second)
+		b.do(chromedp.EmulateViewport(390, 800))
+		for _, p := range []string{"playground", "loops", "tools"} {
+			b.open(open.url, "/"+p, p)
+			if w := eval[[]int](b, `[document.documentElement.scrollWidth, window.innerWidth]`); w[0] > w[1] {
+				t.Errorf("%s: %d px wide in a %d px window", p, w[0], w[1])
+			}
+		}
+		// The nav links, the presets and the form work from the keyboard:
+		// Enter follows a link and presses a button, Ctrl+Enter runs.
+		b.do(chromedp.Focus(chromedp.CSS(`a[data-nav="playground"]`)), chromedp.KeyEvent(kb.Enter),
+			chromedp.WaitReady(chromedp.CSS(`body[data-ready="playground"]`)),
+			chromedp.Focus(chromedp.CSS(`.presets button:nth-of-type(1)`)), chromedp.KeyEvent(kb.Enter),
+			chromedp.Focus(chromedp.CSS(`#pg-prompt`)), chromedp.KeyEvent(kb.Enter, chromedp.KeyModifiers(chromedp.ModifierCtrl)))
+		b.until("the answer", `document.querySelector('#pg-output').dataset.state === 'done'`, 15*time.Second)
+		if n := eval[int](b, `document.querySelectorAll('#pg-attempts .attempt').length`); n != 2 {
+			t.Errorf("%d attempts; want the preset's retry", n)
+		}
+		if p := eval[string](b, `document.querySelector('#pg-prompt').value`); p != "A person" {
+			t.Errorf("prompt %q: Ctrl+Enter typed into it", p)
+		}
+		b.check(nil)
+	})
+
+	t.Run("the runs list pages as the API does", func(t *testing.T) {
+		for i := range 21 {
+			req, err := http.NewRequestWithContext(t.Context(), "POST", open.url+"/v1/loops",
+				strings.NewReader(fmt.Sprintf(`{"prompt":"Please calculate %d + 1","model":"offline/default"}`, i)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "text/event-stream") // the answer ends with the run
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		var first, second runsPage
+		open.call(t, "GET", "/v1/loops?limit=20", "", "", &first)
+		open.call(t, "GET", "/v1/loops?limit=20&cursor="+first.Next, "", "", &second)
+		if len(first.Loops) != 20 || len(second.Loops) == 0 {
+			t.Fatalf("pages of %d and %d runs; want 20 and more", len(first.Loops), len(second.Loops))
+		}
+		rows := `[...document.querySelectorAll('#lp-runs tr[data-run]')].map(r => r.dataset.run)`
+		b := newTab(t, browser, 20*time.Second)
+		b.open(open.url, "/loops", "loops")
+		if got := eval[[]string](b, rows); !slices.Equal(got, first.ids()) {
+			t.Errorf("page 1 %v; want %v", got, first.ids())
+		}
+		b.do(chromedp.Click(chromedp.CSS(`#lp-older`)))
+		b.until("page 2", `document.querySelector('#lp-runs tr[data-run="`+second.Loops[0].ID+`"]')`, 5*time.Second)
+		if got := eval[[]string](b, rows); !slices.Equal(got, second.ids()) {
+			t.Errorf("page 2 %v; want %v", got, second.ids())
+		}
+		b.do(chromedp.Click(chromedp.CSS(`#lp-newer`)))
+		b.until("page 1 again", `document.querySelector('#lp-runs tr[data-run="`+first.Loops[0].ID+`"]')`, 5*time.Second)
+		b.check(nil)
 	})
 
 	t.Run("keys: the console asks for one and refuses a wrong one", func(t *testing.T) {

@@ -103,7 +103,7 @@ func Handler() http.Handler {
 			name = strings.TrimPrefix(r.URL.Path, Prefix+"/")
 		}
 		a, ok := assets[name]
-		if !ok || strings.Contains(name, "/") {
+		if !ok {
 			notFound(w, r)
 			return
 		}

@@ -131,6 +131,14 @@ function sleep(n, signal) {
   });
 }
 
+// nested links the run a tool call started (agent_delegate's runId), a
+// loop nested in this one.
+function nested(sc) {
+  if (!sc || typeof sc.runId !== 'string' || !sc.runId) return null;
+  return h('p', { class: 'nested' }, 'Nested run: ', h('a', { href: `#/loops/${encodeURIComponent(sc.runId)}` }, h('code', {}, sc.runId)),
+    typeof sc.iterations === 'number' ? ` (${sc.iterations} iteration${sc.iterations === 1 ? '' : 's'}${sc.stopReason ? `, ${sc.stopReason}` : ''})` : '');
+}
+
 async function runView(main, id, signal) {
   const path = `/v1/loops/${encodeURIComponent(id)}`;
   const run = await getJSON(path, { signal });
@@ -255,7 +263,8 @@ async function runView(main, id, signal) {
         timeline.append(row(ev, 'tool-completed',
           h('span', {}, 'Tool result ', h('strong', {}, d.name), ' ', d.isError ? badge('isError', 'failed') : badge('ok', 'completed'), ` ${ms(d.durationMs)}`),
           h('pre', { class: `answer${d.isError ? ' is-error' : ''}` }, contentText(d.content)),
-          d.structuredContent ? jsonView(d.structuredContent) : null));
+          d.structuredContent ? jsonView(d.structuredContent) : null,
+          nested(d.structuredContent)));
         break;
       }
       case 'iteration.completed':

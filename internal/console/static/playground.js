@@ -396,7 +396,8 @@ export async function playground(main, _args, signal) {
     const last = box(res.attempts || 1);
     if (!req.stream && !last.text.textContent) last.text.textContent = res.text;
     const valid = !res.parseError;
-    outcome(last, mode.value() === 'plain' ? 'answered' : (valid ? 'passed' : 'invalid'));
+    const checked = req.body.schema !== undefined || req.body.tools !== undefined;
+    outcome(last, !checked ? 'answered' : (valid ? 'passed' : 'invalid'));
     for (const [n, b] of boxes) if (n < (res.attempts || 1) && b.section.dataset.outcome === 'streaming') outcome(b, 'failed');
     const u = res.usage || {};
     const facts = [
