@@ -115,6 +115,9 @@ type ModelHint struct {
 type Usage struct {
 	InputTokens  int `json:"inputTokens"`
 	OutputTokens int `json:"outputTokens"`
+	// CachedInputTokens are the part of InputTokens read from the
+	// provider's prompt cache, where it reports them.
+	CachedInputTokens int `json:"cachedInputTokens,omitempty"`
 	// CostUSD is the cost in US dollars at the service's configured
 	// prices; Unpriced says a model without a price was called.
 	CostUSD  float64 `json:"costUsd"`

@@ -136,6 +136,19 @@ func TestCostHandComputed(t *testing.T) {
 	if got := Cost(u, &costPrice); !near(got, 0.0001) {
 		t.Errorf("Cost = %v, want 0.0001", got)
 	}
+	// Of 1M input tokens 400k came from the cache: 0.6M × $2.50/M +
+	// 0.4M × $1.25/M + 0.1M × $10/M = $1.50 + $0.50 + $1.
+	cachedPrice := 1.25
+	withCache := costPrice
+	withCache.CachedInput = &cachedPrice
+	u = sampler.Usage{InputTokens: 1_000_000, CachedInputTokens: 400_000, OutputTokens: 100_000}
+	if got := Cost(u, &withCache); !near(got, 3) {
+		t.Errorf("Cost with cached input = %v, want 3", got)
+	}
+	// Without a cachedInput price the cached tokens cost Input: $2.50 + $1.
+	if got := Cost(u, &costPrice); !near(got, 3.5) {
+		t.Errorf("Cost without a cachedInput price = %v, want 3.5", got)
+	}
 }
 
 // TestUnpricedModel: a call of offline/broken, which has no price, costs

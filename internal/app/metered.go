@@ -157,8 +157,14 @@ func (series *modelSeries) record(ctx context.Context, start time.Time, resp *sa
 }
 
 // Cost is what usage costs at price, in US dollars: each token type's
-// count times its price per million. Providers do not report cached input
-// tokens apart, so every input token is priced at Input.
+// count times its price per million. Input read from the provider's
+// cache (CachedInputTokens, part of InputTokens) costs CachedInput, when
+// the price has one, and Input otherwise.
 func Cost(u sampler.Usage, price *config.Price) float64 {
-	return sampler.RoundUSD(float64(u.InputTokens)*price.Input/1e6 + float64(u.OutputTokens)*price.Output/1e6)
+	cached, cachedPrice := min(max(u.CachedInputTokens, 0), u.InputTokens), price.Input
+	if price.CachedInput != nil {
+		cachedPrice = *price.CachedInput
+	}
+	return sampler.RoundUSD(float64(u.InputTokens-cached)*price.Input/1e6 + float64(cached)*cachedPrice/1e6 +
+		float64(u.OutputTokens)*price.Output/1e6)
 }

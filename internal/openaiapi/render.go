@@ -45,7 +45,11 @@ func wireToolCall(tc sampler.ToolCall) chat.ToolCall {
 }
 
 func usage(u sampler.Usage) *chat.Usage {
-	return &chat.Usage{PromptTokens: u.InputTokens, CompletionTokens: u.OutputTokens, TotalTokens: u.InputTokens + u.OutputTokens}
+	out := &chat.Usage{PromptTokens: u.InputTokens, CompletionTokens: u.OutputTokens, TotalTokens: u.InputTokens + u.OutputTokens}
+	if u.CachedInputTokens > 0 {
+		out.PromptTokensDetails = &chat.PromptTokensDetails{CachedTokens: u.CachedInputTokens}
+	}
+	return out
 }
 
 // FinishReason maps the result's MCP stop reason to OpenAI's: maxTokens is

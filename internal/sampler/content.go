@@ -687,6 +687,10 @@ type ToolCall struct {
 type Usage struct {
 	InputTokens  int `json:"inputTokens"`
 	OutputTokens int `json:"outputTokens"`
+	// CachedInputTokens are the part of InputTokens the provider read
+	// from its prompt cache, where it reports them (OpenAI's
+	// cached_tokens, Anthropic's cache reads).
+	CachedInputTokens int `json:"cachedInputTokens,omitempty"`
 	// CostUSD is the calls' cost in US dollars at the configured prices.
 	CostUSD float64 `json:"costUsd"`
 	// Unpriced says that a call of a model without a price is among them:
@@ -699,7 +703,7 @@ type Usage struct {
 // are (0.0000925, not 0.00009250000000000001).
 func (u Usage) Add(v Usage) Usage {
 	return Usage{InputTokens: u.InputTokens + v.InputTokens, OutputTokens: u.OutputTokens + v.OutputTokens,
-		CostUSD: RoundUSD(u.CostUSD + v.CostUSD), Unpriced: u.Unpriced || v.Unpriced}
+		CachedInputTokens: u.CachedInputTokens + v.CachedInputTokens, CostUSD: RoundUSD(u.CostUSD + v.CostUSD), Unpriced: u.Unpriced || v.Unpriced}
 }
 
 // RoundUSD rounds a cost in dollars to a billionth of a dollar.

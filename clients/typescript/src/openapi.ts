@@ -1122,6 +1122,13 @@ export interface components {
             inputTokens: number;
             outputTokens: number;
             /**
+             * @description The part of `inputTokens` the provider read from its prompt
+             *     cache, where it reports it (OpenAI's `cached_tokens`,
+             *     Anthropic's cache reads); priced at the model's `cachedInput`.
+             *     Absent when none.
+             */
+            cachedInputTokens?: number;
+            /**
              * @description What the model calls cost in US dollars at the configured prices
              *     (README, Cost), corrective retries included. Calls of a model
              *     without a price count 0 here and set `unpriced`.

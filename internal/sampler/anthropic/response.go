@@ -17,9 +17,12 @@ func response(msg *sdk.Message, t *trick) *sampler.Response {
 	resp := &sampler.Response{
 		Model:      string(msg.Model),
 		StopReason: stopReason(string(msg.StopReason)),
+		// Anthropic counts the input written to and read from its cache
+		// apart from input_tokens; the domain's input is all of it.
 		Usage: sampler.Usage{
-			InputTokens:  int(msg.Usage.InputTokens),
-			OutputTokens: int(msg.Usage.OutputTokens),
+			InputTokens:       int(msg.Usage.InputTokens + msg.Usage.CacheCreationInputTokens + msg.Usage.CacheReadInputTokens),
+			OutputTokens:      int(msg.Usage.OutputTokens),
+			CachedInputTokens: int(msg.Usage.CacheReadInputTokens),
 		},
 		Content: []sampler.Content{},
 	}

@@ -104,6 +104,9 @@ func (p *Provider) decodeResponse(status int, resp *chat.Response) (*sampler.Res
 	out := &sampler.Response{Model: resp.Model, Content: content, StopReason: stop}
 	if u := resp.Usage; u != nil {
 		out.Usage = sampler.Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
+		if d := u.PromptTokensDetails; d != nil {
+			out.Usage.CachedInputTokens = d.CachedTokens
+		}
 	}
 	return out, nil
 }
