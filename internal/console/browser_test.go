@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/cdproto/log"
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/runtime"
@@ -519,8 +521,8 @@ func TestBrowser(t *testing.T) {
 		partial := `document.querySelector('#pg-output').dataset.state === 'running' && (document.querySelector('#pg-attempts pre.answer')?.textContent.length ?? 0) > 0`
 		b.until("a partial answer", partial, 10*time.Second)
 		first := eval[string](b, `document.querySelector('#pg-attempts pre.answer').textContent`)
-		if !eval[bool](b, `document.querySelector('#pg-status .busy .spin') !== null`) {
-			t.Error("no spinner while the answer streams")
+		if !eval[bool](b, `document.querySelector('#pg-status .busy .spin') !== null && /^[0-9.,]*[1-9][0-9.,]* s$/.test(document.querySelector('#pg-status .elapsed').textContent)`) {
+			t.Error("no spinner with the elapsed time while the answer streams")
 		}
 		b.until("the whole answer", `document.querySelector('#pg-output').dataset.state === 'done'`, 15*time.Second)
 		final := eval[string](b, `document.querySelector('#pg-attempts pre.answer').textContent`)
@@ -661,6 +663,55 @@ func TestBrowser(t *testing.T) {
 		}
 		b.do(chromedp.Click(chromedp.CSS(`#lp-newer`)))
 		b.until("page 1 again", `document.querySelector('#lp-runs tr[data-run="`+first.Loops[0].ID+`"]')`, 5*time.Second)
+		b.check(nil)
+	})
+
+	t.Run("times in the viewer's locale and zone", func(t *testing.T) {
+		var created struct{ ID string }
+		if code := open.call(t, "POST", "/v1/loops", "", `{"prompt":"Please calculate 5 * 5","model":"offline/default"}`, &created); code != 201 {
+			t.Fatalf("start a loop: %d", code)
+		}
+		var run struct{ CreatedAt time.Time }
+		open.call(t, "GET", "/v1/loops/"+created.ID, "", "", &run)
+		b := newTab(t, browser, 20*time.Second)
+		b.do(chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+			if _, err := cdp.Call(ctx, tg, emulation.SetLocaleOverride, emulation.SetLocaleOverrideParams{Locale: "de_DE"}); err != nil {
+				return err
+			}
+			_, err := cdp.Call(ctx, tg, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: "Asia/Tokyo"})
+			return err
+		}))
+		b.open(open.url, "/loops/"+created.ID, "loops")
+		tokyo := run.CreatedAt.In(time.FixedZone("JST", 9*3600))
+		want := tokyo.Format("02.01.2006, 15:04:05")
+		if got := eval[string](b, `document.querySelector('.run-head time').textContent`); got != want {
+			t.Errorf("started %q; want %q, German style in Tokyo time", got, want)
+		}
+		b.check(nil)
+	})
+
+	t.Run("a problem shows its detail and errors by path", func(t *testing.T) {
+		b := newTab(t, browser, 20*time.Second)
+		b.open(open.url, "/playground", "playground")
+		b.do(chromedp.Click(chromedp.CSS(`.presets button:nth-of-type(1)`)))
+		// The schema editor checks as one types, and a broken schema
+		// cannot be sent.
+		eval[bool](b, `(document.querySelector('#pg-schema').value = '', true)`)
+		b.do(chromedp.SendKeys(chromedp.CSS(`#pg-schema`), `{"type":`))
+		b.until("the editor's complaint", `/Not JSON/.test(document.querySelector('#pg-schema-check').textContent) && document.querySelector('#pg-run').disabled`, 5*time.Second)
+		b.do(chromedp.SendKeys(chromedp.CSS(`#pg-schema`), `"object","required":["name"]}`))
+		b.until("the editor's approval", `!document.querySelector('#pg-run').disabled`, 5*time.Second)
+		// offline/broken never answers validly: with no retry, the answer
+		// is the 422 problem, its detail and its errors by path.
+		b.do(chromedp.SetValue(chromedp.CSS(`#pg-model`), "offline/broken"), chromedp.SetValue(chromedp.CSS(`#pg-retries`), "0"),
+			chromedp.Click(chromedp.CSS(`#pg-run`)))
+		b.until("the answer", `document.querySelector('#pg-output').dataset.state === 'done'`, 15*time.Second)
+		title := eval[string](b, `document.querySelector('#pg-result .problem .problem-title')?.textContent ?? ''`)
+		detail := eval[string](b, `document.querySelector('#pg-result .problem .problem-detail')?.textContent ?? ''`)
+		paths := eval[[]string](b, `[...document.querySelectorAll('#pg-result .problem .errors tbody tr')].map(r => r.cells[0].textContent)`)
+		if !strings.HasPrefix(title, "422") || detail == "" || len(paths) == 0 {
+			t.Errorf("problem %q, detail %q, error paths %v; want the 422, its detail and its errors", title, detail, paths)
+		}
 		b.check(nil)
 	})
 

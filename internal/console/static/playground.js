@@ -31,8 +31,8 @@ const modelHints = {
 
 // jsonEditor is a textarea checked as the visitor types: JSON first, then
 // check(value), which returns a message or ''.
-function jsonEditor(label, initial, check, hint) {
-  const area = h('textarea', { class: 'code', rows: 8, spellcheck: 'false', 'aria-describedby': '' });
+function jsonEditor(id, label, initial, check, hint) {
+  const area = h('textarea', { id, class: 'code', rows: 8, spellcheck: 'false' });
   area.value = JSON.stringify(initial, null, 2);
   const status = h('p', { class: 'check', 'aria-live': 'polite' });
   const wrap = field(label, area, hint);
@@ -117,10 +117,10 @@ export async function playground(main, _args, signal) {
   const inputKind = radios('pg-input', 'Input', [['prompt', 'A prompt'], ['messages', 'A message list']], 'prompt');
   const prompt = h('textarea', { id: 'pg-prompt', rows: 3 });
   prompt.value = 'Name three rivers in France';
-  const messages = jsonEditor('Messages (MCP SamplingMessage list)', exampleMessages, checkMessages);
+  const messages = jsonEditor('pg-messages', 'Messages (MCP SamplingMessage list)', exampleMessages, checkMessages);
   const system = h('input', { type: 'text', id: 'pg-system', placeholder: 'optional' });
-  const schema = jsonEditor('JSON Schema of the answer', personSchema, checkSchema);
-  const toolsEd = jsonEditor('Tools (MCP Tool list)', weatherTools, checkTools);
+  const schema = jsonEditor('pg-schema', 'JSON Schema of the answer', personSchema, checkSchema);
+  const toolsEd = jsonEditor('pg-tools', 'Tools (MCP Tool list)', weatherTools, checkTools);
   const stream = h('input', { type: 'checkbox', id: 'pg-stream', checked: true });
   const run = h('button', { type: 'submit', class: 'primary', id: 'pg-run' }, 'Run');
   const stop = h('button', { type: 'button', id: 'pg-stop', disabled: true }, 'Stop');
