@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -95,6 +96,7 @@ func TestTraceInJaeger(t *testing.T) {
 		t.Fatal(err)
 	}
 	var traceID, status string
+	var usage struct{ InputTokens, OutputTokens int }
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
@@ -102,9 +104,15 @@ func TestTraceInJaeger(t *testing.T) {
 		if !ok {
 			continue
 		}
-		var ev struct{ TraceID, Status, Error string }
+		var ev struct {
+			TraceID, Status, Error string
+			Usage                  *struct{ InputTokens, OutputTokens int }
+		}
 		if err := json.Unmarshal([]byte(data), &ev); err != nil {
 			t.Fatal(err)
+		}
+		if ev.Status != "" && ev.Usage != nil {
+			usage = *ev.Usage
 		}
 		if ev.TraceID != "" {
 			traceID = ev.TraceID
@@ -185,6 +193,19 @@ func TestTraceInJaeger(t *testing.T) {
 	}
 	if nested.Tag("gen_ai.usage.output_tokens") == "" {
 		t.Error("nested chat span has no gen_ai.usage.output_tokens")
+	}
+	// The loop's usage is every model call of its trace, the adviser's
+	// nested sampling included.
+	var in, out int
+	for i := range spans {
+		if strings.HasPrefix(spans[i].OperationName, "chat ") {
+			n, _ := strconv.Atoi(spans[i].Tag("gen_ai.usage.input_tokens"))
+			m, _ := strconv.Atoi(spans[i].Tag("gen_ai.usage.output_tokens"))
+			in, out = in+n, out+m
+		}
+	}
+	if usage.InputTokens != in || usage.OutputTokens != out {
+		t.Errorf("the loop's usage %+v; its trace's model calls used %d in, %d out", usage, in, out)
 	}
 	if nested.Tag("gen_ai.input.messages") != "" {
 		t.Error("a prompt was recorded without OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")

@@ -93,6 +93,13 @@ type run struct {
 	// saved is the length of the transcript last saved.
 	logBytes atomic.Int64
 	saved    int
+	// nested is the usage of the current iteration's tool calls' nested
+	// sampling (addNested, takeNested).
+	nestedMu sync.Mutex
+	nested   sampler.Usage
+	// spanCtx holds the run's span, for its log lines' trace_id and
+	// span_id.
+	spanCtx context.Context
 }
 
 func (r *run) emit(name string, data any) {
@@ -161,6 +168,7 @@ func (r *run) run(parent context.Context) {
 	start := time.Now()
 	parent, span := agentSpan(parent, r)
 	defer func() { endAgentSpan(span, r.snap) }()
+	r.spanCtx = parent
 	ctx, stop := context.WithTimeoutCause(parent, r.lim.timeout, context.DeadlineExceeded)
 	defer stop()
 	r.emit(EventLoopStarted, startedEvent{ID: r.id, TraceID: r.snap.TraceID, Origin: r.snap.Origin, Model: r.spec.ModelSpec, Tools: r.snap.Tools,
@@ -195,6 +203,7 @@ func (r *run) iterate(ctx context.Context) (status, errText string) {
 		calls := r.answered(it, res, start)
 		if len(calls) > 0 && it < r.lim.maxIterations {
 			r.snap.Messages = append(r.snap.Messages, sampler.UserMessage(r.callTools(ictx, it, calls)...))
+			r.snap.Usage = r.snap.Usage.Add(r.takeNested())
 			r.save()
 		}
 		r.endIteration(it, calls, start)
@@ -289,7 +298,7 @@ func (r *run) end(start time.Time, status, errText string) {
 	r.snap.Status, r.snap.Error, r.snap.FinishedAt = status, errText, &now
 	r.e.o.Metrics.LoopsTotal.WithLabelValues(status).Inc()
 	r.e.o.Metrics.LoopIterations.Observe(float64(r.snap.Iterations))
-	r.log.Info("loop finished", "status", status, "iterations", r.snap.Iterations, "duration", time.Since(start))
+	r.log.InfoContext(r.spanCtx, "loop finished", "status", status, "iterations", r.snap.Iterations, "duration", time.Since(start))
 	// The terminal event and the final snapshot are recorded in one step:
 	// whoever reads the event reads the final status, and from then on the
 	// run can no longer be cancelled.
@@ -415,6 +424,9 @@ func (r *run) failure(ctx context.Context, err error) (string, string) {
 // at a time, and returns their tool_result blocks in call order. Failing,
 // unknown and disallowed tools become error results.
 func (r *run) callTools(ctx context.Context, it int, calls []sampler.ToolCall) []sampler.Content {
+	// The sampling the tools' servers ask sampled for while they run is
+	// the loop's too: its usage joins the run's.
+	ctx = tools.WithNestedUsage(ctx, r.addNested)
 	results := make([]sampler.Content, len(calls))
 	slots := make(chan struct{}, r.e.o.Parallel)
 	var wg sync.WaitGroup
@@ -427,6 +439,23 @@ func (r *run) callTools(ctx context.Context, it int, calls []sampler.ToolCall) [
 	}
 	wg.Wait()
 	return results
+}
+
+// addNested adds the usage of a tool call's nested sampling; the calls of
+// an iteration run at once.
+func (r *run) addNested(u sampler.Usage) {
+	r.nestedMu.Lock()
+	r.nested = r.nested.Add(u)
+	r.nestedMu.Unlock()
+}
+
+// takeNested returns the nested usage added since it was last taken.
+func (r *run) takeNested() sampler.Usage {
+	r.nestedMu.Lock()
+	defer r.nestedMu.Unlock()
+	u := r.nested
+	r.nested = sampler.Usage{}
+	return u
 }
 
 func (r *run) callTool(ctx context.Context, it int, c sampler.ToolCall) sampler.Content {

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/sampled/sampled/internal/sampler"
 )
 
 // Nesting: sampled as an MCP server of itself (or of another sampled) runs
@@ -40,4 +42,66 @@ func callMeta(ctx context.Context) mcp.Meta {
 		m[MetaCaller] = token
 	}
 	return m
+}
+
+// usageKey carries where the usage of nested sampling goes.
+type usageKey struct{}
+
+// WithNestedUsage returns ctx whose tool calls charge add with their
+// nested sampling: what the sampling requests of the called server, sent
+// while the call is in flight and answered by sampled's host, used. add
+// may be called from several goroutines at once.
+func WithNestedUsage(ctx context.Context, add func(sampler.Usage)) context.Context {
+	return context.WithValue(ctx, usageKey{}, add)
+}
+
+// ChargeNested adds u to the usage of the tool call whose server's
+// sampling request ctx is the context of, when that call is known (see
+// Registry.nestedSink); otherwise it does nothing.
+func ChargeNested(ctx context.Context, u sampler.Usage) {
+	if add, ok := ctx.Value(usageKey{}).(func(sampler.Usage)); ok {
+		add(u)
+	}
+}
+
+// sink is a tool call in flight whose nested sampling is charged.
+type sink struct{ add func(sampler.Usage) }
+
+// enterSink records, for the length of a call to s under ctx, where its
+// nested sampling is charged.
+func (r *Registry) enterSink(ctx context.Context, s *server) func() {
+	add, ok := ctx.Value(usageKey{}).(func(sampler.Usage))
+	if !ok {
+		return func() {}
+	}
+	k := &sink{add}
+	r.mu.Lock()
+	s.sinks[k] = struct{}{}
+	r.mu.Unlock()
+	return func() {
+		r.mu.Lock()
+		delete(s.sinks, k)
+		r.mu.Unlock()
+	}
+}
+
+// nestedSink returns ctx, the context of a sampling request of server s,
+// with the tool call that caused it to charge. The context of a request
+// fulfilled for an "input required" result (protocol 2026-07-28) is the
+// call's own, which says; a pushed request (2025-11-25) is tied to no
+// call, so it is charged to the one call in flight to s, and to none when
+// several are (which of them caused it cannot be told).
+func (r *Registry) nestedSink(ctx context.Context, s *server) context.Context {
+	if _, ok := ctx.Value(usageKey{}).(func(sampler.Usage)); ok {
+		return ctx
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(s.sinks) != 1 {
+		return ctx
+	}
+	for k := range s.sinks {
+		ctx = context.WithValue(ctx, usageKey{}, k.add)
+	}
+	return ctx
 }

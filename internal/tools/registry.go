@@ -86,6 +86,7 @@ type server struct {
 
 	// Guarded by Registry.mu.
 	depths   map[int]int        // calls in flight by sampling depth (> 0)
+	sinks    map[*sink]struct{} // calls in flight whose nested sampling is charged
 	session  *mcp.ClientSession // nil when disconnected
 	err      string             // why it is disconnected
 	tools    []*mcp.Tool        // as last listed
@@ -188,7 +189,7 @@ func (r *Registry) Start(ctx context.Context, h SamplingHost) error {
 // newServer adds the server name to r.
 func (r *Registry) newServer(name, transport string) *server {
 	s := &server{name: name, transport: transport, version: ProtocolVersion, logger: r.logger.With("mcpServer", name),
-		refresh: make(chan struct{}, 1), check: make(chan struct{}, 1), err: "connecting", depths: map[int]int{}}
+		refresh: make(chan struct{}, 1), check: make(chan struct{}, 1), err: "connecting", depths: map[int]int{}, sinks: map[*sink]struct{}{}}
 	r.servers[name] = s
 	return s
 }
@@ -517,6 +518,7 @@ func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage) 
 		args = json.RawMessage("{}")
 	}
 	defer r.enterDepth(ref.server, SamplingDepth(ctx))()
+	defer r.enterSink(ctx, ref.server)()
 	// Close cancels the call, so that it does not wait for the call.
 	callCtx, cancel := context.WithCancel(ctx)
 	defer cancel()

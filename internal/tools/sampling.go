@@ -147,7 +147,7 @@ func (r *Registry) createMessageHandler(s *server, h SamplingHost) func(context.
 				}
 			}
 		}
-		ctx, span := samplingSpan(telemetry.ExtractMeta(ctx, req.Params.Meta), s.name)
+		ctx, span := samplingSpan(telemetry.ExtractMeta(r.nestedSink(ctx, s), req.Params.Meta), s.name)
 		res, err := h.CreateMessage(ctx, sr)
 		telemetry.Fail(span, err, "")
 		span.End()
