@@ -131,6 +131,16 @@ function sleep(n, signal) {
   });
 }
 
+// shown are the members of each event's data that the timeline lays out.
+const shown = {
+  'loop.started': ['id', 'traceId', 'origin', 'model', 'tools', 'maxIterations', 'timeoutMs'],
+  'model.completed': ['iteration', 'model', 'stopReason', 'text', 'toolCalls', 'usage', 'durationMs'],
+  'tool.started': ['iteration', 'callId', 'name', 'arguments'],
+  'tool.completed': ['iteration', 'callId', 'name', 'isError', 'content', 'structuredContent', 'durationMs'],
+  'iteration.completed': ['traceId', 'iteration', 'toolCalls', 'durationMs'],
+  'loop.completed': ['traceId', 'status', 'totalIterations', 'success', 'durationMs', 'result', 'error', 'usage'],
+};
+
 // nested links the run a tool call started (agent_delegate's runId), a
 // loop nested in this one.
 function nested(sc) {
@@ -209,6 +219,17 @@ async function runView(main, id, signal) {
   const usageText = (u) => (u ? `${num(u.inputTokens)} tokens in, ${num(u.outputTokens)} out, ${usd(u.costUsd || 0)}` : '');
 
   const apply = (ev, d) => {
+    render(ev, d);
+    // Members this page does not lay out (ones the API gained since) are
+    // shown as they are, folded.
+    const known = shown[ev.event];
+    const el = timeline.querySelector(`[data-event-id="${ev.id}"]`);
+    if (known && el) {
+      const rest = Object.fromEntries(Object.entries(d).filter(([k]) => !known.includes(k)));
+      if (Object.keys(rest).length) el.append(h('details', { class: 'more' }, h('summary', {}, 'More'), jsonView(rest)));
+    }
+  };
+  const render = (ev, d) => {
     switch (ev.event) {
       case 'loop.started':
         maxIterations = d.maxIterations;
