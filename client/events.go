@@ -21,6 +21,7 @@ const (
 	EventModelCompleted     = "model.completed"
 	EventToolStarted        = "tool.started"
 	EventToolCompleted      = "tool.completed"
+	EventToolSampling       = "tool.sampling"
 	EventIterationCompleted = "iteration.completed"
 	EventLoopCompleted      = "loop.completed"
 )
@@ -81,6 +82,20 @@ type ToolCompletedData struct {
 	Content           []Content       `json:"content"`
 	StructuredContent json.RawMessage `json:"structuredContent"`
 	DurationMs        int64           `json:"durationMs"`
+}
+
+// ToolSamplingData is the data of tool.sampling: while the tool call
+// CallID was in flight, its MCP server had the service answer a sampling
+// request of its own (nested sampling), whose usage joins the run's.
+type ToolSamplingData struct {
+	Iteration int    `json:"iteration"`
+	CallID    string `json:"callId"`
+	Name      string `json:"name"`
+	Model     string `json:"model"`
+	// Run is the client-run loop that answered, when the server asked
+	// for one.
+	Run   string `json:"run"`
+	Usage Usage  `json:"usage"`
 }
 
 // IterationCompletedData is the data of iteration.completed.
@@ -251,6 +266,8 @@ func decodeEvent(m sse.Event) (Event, error) {
 		ev.Data = new(ToolStartedData)
 	case EventToolCompleted:
 		ev.Data = new(ToolCompletedData)
+	case EventToolSampling:
+		ev.Data = new(ToolSamplingData)
 	case EventIterationCompleted:
 		ev.Data = new(IterationCompletedData)
 	case EventLoopCompleted:

@@ -1,14 +1,10 @@
-//lint:file-ignore SA1019 the adviser's nested sampling (deprecated in MCP 2026-07-28) is what the trace must show
-
 package main
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -16,45 +12,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/sampled/sampled/internal/testing/jaegertest"
+	"github.com/sampled/sampled/internal/testing/mcptest"
 	"github.com/sampled/sampled/internal/testing/testwait"
 )
-
-// adviser is an MCP server, on the official Go SDK over streamable HTTP,
-// whose one tool asks its client (sampled's host) for a sampling, passing
-// on the trace context its call's _meta carried, as MCP's trace-context
-// convention has a server do.
-func adviser(t *testing.T) string {
-	t.Helper()
-	srv := mcp.NewServer(&mcp.Implementation{Name: "adviser", Version: "1.0.0"}, nil)
-	type in struct {
-		Question string `json:"question" jsonschema:"the question to consult on"`
-	}
-	mcp.AddTool(srv, &mcp.Tool{Name: "consult", Description: "consult the adviser on a question"},
-		func(ctx context.Context, req *mcp.CallToolRequest, q in) (*mcp.CallToolResult, any, error) {
-			meta := mcp.Meta{}
-			for _, k := range []string{"traceparent", "tracestate"} {
-				if v, ok := req.Params.Meta[k]; ok {
-					meta[k] = v
-				}
-			}
-			res, err := req.Session.CreateMessage(ctx, &mcp.CreateMessageParams{Meta: meta, MaxTokens: 64,
-				Messages: []*mcp.SamplingMessage{{Role: "user", Content: &mcp.TextContent{Text: "advise on: " + q.Question}}}})
-			if err != nil {
-				return nil, nil, err
-			}
-			text := ""
-			if tc, ok := res.Content.(*mcp.TextContent); ok {
-				text = tc.Text
-			}
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}, nil, nil
-		})
-	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
-	t.Cleanup(hs.Close)
-	return hs.URL
-}
 
 // TestTraceInJaeger runs a loop whose tool is on an MCP server that
 // samples back through sampled, with tracing exported to a real Jaeger,
@@ -63,7 +24,7 @@ func adviser(t *testing.T) string {
 func TestTraceInJaeger(t *testing.T) {
 	j := jaegertest.Start(t)
 	cfg := filepath.Join(t.TempDir(), "sampled.yaml")
-	yaml := "mcpServers:\n  adviser: {url: " + adviser(t) + "}\n"
+	yaml := "mcpServers:\n  adviser: {url: " + mcptest.Adviser(t) + "}\n"
 	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -97,12 +58,19 @@ func TestTraceInJaeger(t *testing.T) {
 	}
 	var traceID, status string
 	var usage struct{ InputTokens, OutputTokens int }
+	var event, nestedEvent string
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(nil, 1<<20)
 	for sc.Scan() {
+		if name, ok := strings.CutPrefix(sc.Text(), "event: "); ok {
+			event = name
+		}
 		data, ok := strings.CutPrefix(sc.Text(), "data: ")
 		if !ok {
 			continue
+		}
+		if event == "tool.sampling" {
+			nestedEvent = data
 		}
 		var ev struct {
 			TraceID, Status, Error string
@@ -124,6 +92,17 @@ func TestTraceInJaeger(t *testing.T) {
 	resp.Body.Close()
 	if traceID != caller || strings.TrimSpace(status) != "completed" {
 		t.Fatalf("the loop's traceId is %q, its end %q; want the caller's trace %s, completed", traceID, status, caller)
+	}
+	// The adviser's sampling request shows in the loop's events, tied to
+	// its tool call.
+	var ns struct {
+		Iteration   int
+		Name, Model string
+		Usage       struct{ OutputTokens int }
+	}
+	if err := json.Unmarshal([]byte(nestedEvent), &ns); err != nil || ns.Iteration != 1 || ns.Name != "adviser__consult" ||
+		ns.Model != "offline/default" || ns.Usage.OutputTokens == 0 {
+		t.Errorf("tool.sampling event %q (%v), want iteration 1's call of adviser__consult answered by offline/default", nestedEvent, err)
 	}
 	// Stopping the service flushes its spans.
 	stop()

@@ -28,6 +28,8 @@ import (
 
 	"github.com/sampled/sampled/internal/app"
 	"github.com/sampled/sampled/internal/config"
+	"github.com/sampled/sampled/internal/testing/mcptest"
+	"github.com/sampled/sampled/internal/testing/testwait"
 )
 
 // The keys of the service that needs them.
@@ -564,6 +566,41 @@ func TestBrowser(t *testing.T) {
 		open.call(t, "GET", "/v1/loops/"+id, "", "", &run)
 		if run.Status != "cancelled" {
 			t.Errorf("the service says %q; want cancelled", run.Status)
+		}
+		b.check(nil)
+	})
+
+	t.Run("a tool's nested sampling shows in the timeline", func(t *testing.T) {
+		// A tool on an MCP server that asks sampled to sample while the
+		// loop calls it.
+		path := filepath.Join(t.TempDir(), "sampled.yaml")
+		if err := os.WriteFile(path, []byte("mcpServers:\n  adviser: {url: "+mcptest.Adviser(t)+"}\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cfg, err := config.Load(func(k string) string { return map[string]string{"SAMPLED_CONFIG": path}[k] }, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		svc := startService(t, cfg)
+		testwait.Poll(t, 20*time.Millisecond, 10*time.Second, "the adviser's tool", func() bool {
+			var tools struct{ Tools []struct{ Name string } }
+			svc.call(t, "GET", "/v1/tools", "", "", &tools)
+			return slices.ContainsFunc(tools.Tools, func(x struct{ Name string }) bool { return x.Name == "adviser__consult" })
+		})
+		var created struct{ ID string }
+		body := `{"prompt":"Consult the adviser on the question: is it wise?","allowedTools":["adviser__*"],"toolChoice":{"mode":"required"},"maxIterations":3}`
+		if code := svc.call(t, "POST", "/v1/loops", "", body, &created); code != 201 {
+			t.Fatalf("start a loop: %d", code)
+		}
+		b := newTab(t, browser, 20*time.Second)
+		b.open(svc.url, "/loops/"+created.ID, "loops")
+		b.until("the finished run", `document.querySelector('#loop-conn').dataset.state === 'ended'`, 10*time.Second)
+		row := `document.querySelector('#timeline [data-event="tool.sampling"]')`
+		if !eval[bool](b, `!!`+row) {
+			t.Fatal("no tool.sampling row")
+		}
+		if text := eval[string](b, row+`.textContent`); !strings.Contains(text, "Nested sampling for adviser__consult") || !strings.Contains(text, "offline/default") {
+			t.Errorf("the nested sampling row says %q", text)
 		}
 		b.check(nil)
 	})

@@ -265,7 +265,7 @@ func (h *Host) createMessage(ctx context.Context, req *tools.SamplingRequest) (*
 	if err != nil {
 		return nil, samplingError(ctx, err)
 	}
-	tools.ChargeNested(ctx, res.Usage) // to the loop whose tool call asked
+	tools.ChargeNested(ctx, tools.Nested{Model: res.ModelID, Usage: res.Usage}) // to the loop whose tool call asked
 	out := sampler.CreateMessageResultOf(res)
 	return &out, nil
 }

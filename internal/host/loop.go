@@ -119,7 +119,7 @@ func (h *Host) runLoop(ctx context.Context, req *tools.SamplingRequest, pol *pol
 	if err != nil {
 		return nil, samplingError(ctx, err)
 	}
-	tools.ChargeNested(ctx, snap.Usage) // what the run spent, however it ended
+	tools.ChargeNested(ctx, tools.Nested{Model: snap.Model, Run: snap.ID, Usage: snap.Usage}) // what the run spent, however it ended
 	switch snap.Status {
 	case loop.StatusCompleted:
 	case loop.StatusMaxIterations:

@@ -44,6 +44,7 @@ const (
 	EventModelDelta         = "model.delta"
 	EventToolStarted        = "tool.started"
 	EventToolCompleted      = "tool.completed"
+	EventToolSampling       = "tool.sampling"
 	EventIterationCompleted = "iteration.completed"
 	EventLoopCompleted      = "loop.completed"
 )
@@ -220,7 +221,7 @@ func New(o Options) *Engine {
 	for _, status := range []string{StatusCompleted, StatusMaxIterations, StatusTimeout, StatusCancelled, StatusFailed} {
 		o.Metrics.LoopsTotal.WithLabelValues(status)
 	}
-	for _, event := range []string{EventLoopStarted, EventModelDelta, EventModelCompleted, EventToolStarted, EventToolCompleted, EventIterationCompleted, EventLoopCompleted} {
+	for _, event := range []string{EventLoopStarted, EventModelDelta, EventModelCompleted, EventToolStarted, EventToolCompleted, EventToolSampling, EventIterationCompleted, EventLoopCompleted} {
 		o.Metrics.SSEEvents.WithLabelValues(event)
 	}
 	if o.Logger == nil {

@@ -424,9 +424,6 @@ func (r *run) failure(ctx context.Context, err error) (string, string) {
 // at a time, and returns their tool_result blocks in call order. Failing,
 // unknown and disallowed tools become error results.
 func (r *run) callTools(ctx context.Context, it int, calls []sampler.ToolCall) []sampler.Content {
-	// The sampling the tools' servers ask sampled for while they run is
-	// the loop's too: its usage joins the run's.
-	ctx = tools.WithNestedUsage(ctx, r.addNested)
 	results := make([]sampler.Content, len(calls))
 	slots := make(chan struct{}, r.e.o.Parallel)
 	var wg sync.WaitGroup
@@ -439,6 +436,16 @@ func (r *run) callTools(ctx context.Context, it int, calls []sampler.ToolCall) [
 	}
 	wg.Wait()
 	return results
+}
+
+// toolSamplingEvent is the data of tool.sampling.
+type toolSamplingEvent struct {
+	Iteration int           `json:"iteration"`
+	CallID    string        `json:"callId"`
+	Name      string        `json:"name"`
+	Model     string        `json:"model,omitempty"`
+	Run       string        `json:"run,omitempty"`
+	Usage     sampler.Usage `json:"usage"`
 }
 
 // addNested adds the usage of a tool call's nested sampling; the calls of
@@ -462,6 +469,12 @@ func (r *run) callTool(ctx context.Context, it int, c sampler.ToolCall) sampler.
 	start := time.Now()
 	r.emit(EventToolStarted, toolStartedEvent{Iteration: it, CallID: c.ID, Name: c.Name, Arguments: c.Arguments})
 	ctx, span := toolSpan(ctx, c)
+	// The sampling the tool's server asks sampled for while it runs is the
+	// loop's too: a tool.sampling event, and its usage joins the run's.
+	ctx = tools.WithNestedUsage(ctx, func(n tools.Nested) {
+		r.addNested(n.Usage)
+		r.emit(EventToolSampling, toolSamplingEvent{Iteration: it, CallID: c.ID, Name: c.Name, Model: n.Model, Run: n.Run, Usage: n.Usage})
+	})
 	res, err := r.execute(ctx, c)
 	if err != nil {
 		res = &tools.Result{IsError: true, Content: []sampler.Content{sampler.TextBlock(err.Error())}}

@@ -47,30 +47,38 @@ func callMeta(ctx context.Context) mcp.Meta {
 // usageKey carries where the usage of nested sampling goes.
 type usageKey struct{}
 
-// WithNestedUsage returns ctx whose tool calls charge add with their
-// nested sampling: what the sampling requests of the called server, sent
-// while the call is in flight and answered by sampled's host, used. add
-// may be called from several goroutines at once.
-func WithNestedUsage(ctx context.Context, add func(sampler.Usage)) context.Context {
+// Nested is one nested sampling: a sampling request that a called MCP
+// server sent sampled's host during a tool call, answered by a model call
+// or, when the server asked for a client-run loop, by the run Run.
+type Nested struct {
+	Model string
+	Run   string
+	Usage sampler.Usage
+}
+
+// WithNestedUsage returns ctx whose tool calls tell add of their nested
+// sampling (see Registry.nestedSink for how a request is tied to a call).
+// add may be called from several goroutines at once.
+func WithNestedUsage(ctx context.Context, add func(Nested)) context.Context {
 	return context.WithValue(ctx, usageKey{}, add)
 }
 
-// ChargeNested adds u to the usage of the tool call whose server's
-// sampling request ctx is the context of, when that call is known (see
-// Registry.nestedSink); otherwise it does nothing.
-func ChargeNested(ctx context.Context, u sampler.Usage) {
-	if add, ok := ctx.Value(usageKey{}).(func(sampler.Usage)); ok {
-		add(u)
+// ChargeNested tells the tool call whose server's sampling request ctx is
+// the context of about n, when that call is known; otherwise it does
+// nothing.
+func ChargeNested(ctx context.Context, n Nested) {
+	if add, ok := ctx.Value(usageKey{}).(func(Nested)); ok {
+		add(n)
 	}
 }
 
-// sink is a tool call in flight whose nested sampling is charged.
-type sink struct{ add func(sampler.Usage) }
+// sink is a tool call in flight whose nested sampling is told.
+type sink struct{ add func(Nested) }
 
 // enterSink records, for the length of a call to s under ctx, where its
-// nested sampling is charged.
+// nested sampling is told.
 func (r *Registry) enterSink(ctx context.Context, s *server) func() {
-	add, ok := ctx.Value(usageKey{}).(func(sampler.Usage))
+	add, ok := ctx.Value(usageKey{}).(func(Nested))
 	if !ok {
 		return func() {}
 	}
@@ -86,13 +94,13 @@ func (r *Registry) enterSink(ctx context.Context, s *server) func() {
 }
 
 // nestedSink returns ctx, the context of a sampling request of server s,
-// with the tool call that caused it to charge. The context of a request
+// with the tool call that caused it to tell. The context of a request
 // fulfilled for an "input required" result (protocol 2026-07-28) is the
 // call's own, which says; a pushed request (2025-11-25) is tied to no
-// call, so it is charged to the one call in flight to s, and to none when
+// call, so it is told to the one call in flight to s, and to none when
 // several are (which of them caused it cannot be told).
 func (r *Registry) nestedSink(ctx context.Context, s *server) context.Context {
-	if _, ok := ctx.Value(usageKey{}).(func(sampler.Usage)); ok {
+	if _, ok := ctx.Value(usageKey{}).(func(Nested)); ok {
 		return ctx
 	}
 	r.mu.Lock()

@@ -1500,7 +1500,7 @@ export interface components {
          *     parsed as JSON. `event` selects the message's schema, and so the
          *     schema of `data`.
          */
-        LoopEvent: components["schemas"]["LoopStartedMessage"] | components["schemas"]["ModelDeltaMessage"] | components["schemas"]["ModelCompletedMessage"] | components["schemas"]["ToolStartedMessage"] | components["schemas"]["ToolCompletedMessage"] | components["schemas"]["IterationCompletedMessage"] | components["schemas"]["LoopCompletedMessage"];
+        LoopEvent: components["schemas"]["LoopStartedMessage"] | components["schemas"]["ModelDeltaMessage"] | components["schemas"]["ModelCompletedMessage"] | components["schemas"]["ToolStartedMessage"] | components["schemas"]["ToolCompletedMessage"] | components["schemas"]["ToolSamplingMessage"] | components["schemas"]["IterationCompletedMessage"] | components["schemas"]["LoopCompletedMessage"];
         /** @description The `loop.started` message of a loop's event stream (the run has started). */
         LoopStartedMessage: {
             id: components["schemas"]["LoopEventId"];
@@ -1557,6 +1557,16 @@ export interface components {
              */
             event: "tool.completed";
             data: components["schemas"]["ToolCompletedEvent"];
+        };
+        /** @description The `tool.sampling` message of a loop's event stream (a tool call's nested sampling). */
+        ToolSamplingMessage: {
+            id: components["schemas"]["LoopEventId"];
+            /**
+             * @description discriminator enum property added by openapi-typescript
+             * @enum {string}
+             */
+            event: "tool.sampling";
+            data: components["schemas"]["ToolSamplingEvent"];
         };
         /** @description The `iteration.completed` message of a loop's event stream (an iteration ended). */
         IterationCompletedMessage: {
@@ -1639,6 +1649,25 @@ export interface components {
                 [key: string]: unknown;
             };
             durationMs: number;
+        };
+        /**
+         * @description The data of `tool.sampling`: while the tool call `callId` was in
+         *     flight, its MCP server had sampled's host answer a sampling request
+         *     of its own. Its usage joins the run's. A request tied to the call
+         *     (protocol 2026-07-28's input-required flow) is told to that call; a
+         *     request the server pushed (2025-11-25) to the one call in flight to
+         *     that server, and to none when several are.
+         */
+        ToolSamplingEvent: {
+            iteration: number;
+            callId: string;
+            /** @description The tool called. */
+            name: string;
+            /** @description The model that answered the nested request ("provider/model"). */
+            model?: string;
+            /** @description The client-run loop that answered it, when the server asked for one. */
+            run?: string;
+            usage: components["schemas"]["Usage"];
         };
         /** @description The data of `iteration.completed`, sent after each iteration (its model call and tool calls). */
         IterationCompletedEvent: {
@@ -2084,6 +2113,7 @@ export interface components {
          *     | `model.completed` | after each model call | [`ModelCompletedEvent`] `iteration`, `model`, `stopReason`, `text`, `toolCalls`, `usage`, `durationMs` |
          *     | `tool.started` | a tool call starts | [`ToolStartedEvent`] `iteration`, `callId`, `name`, `arguments` |
          *     | `tool.completed` | a tool call ends | [`ToolCompletedEvent`] `iteration`, `callId`, `name`, `isError`, `content`, `structuredContent` (when the tool gave one), `durationMs` |
+         *     | `tool.sampling` | the MCP server of a tool call in flight had sampled's host answer a sampling request (nested sampling) | [`ToolSamplingEvent`] `iteration`, `callId`, `name`, `model`, `run` (when the server asked for a client-run loop), `usage` |
          *     | `iteration.completed` | after each iteration | [`IterationCompletedEvent`] `traceId`, `iteration`, `toolCalls` (the names called, none when the model answered in text), `durationMs` |
          *     | `loop.completed` | once, last | [`LoopCompletedEvent`] `traceId`, `status`, `totalIterations`, `success`, `durationMs`, `result`, `error` (on `timeout`, `cancelled`, `failed`), `usage` |
          *

@@ -137,6 +137,7 @@ const shown = {
   'model.completed': ['iteration', 'model', 'stopReason', 'text', 'toolCalls', 'usage', 'durationMs'],
   'tool.started': ['iteration', 'callId', 'name', 'arguments'],
   'tool.completed': ['iteration', 'callId', 'name', 'isError', 'content', 'structuredContent', 'durationMs'],
+  'tool.sampling': ['iteration', 'callId', 'name', 'model', 'run', 'usage'],
   'iteration.completed': ['traceId', 'iteration', 'toolCalls', 'durationMs'],
   'loop.completed': ['traceId', 'status', 'totalIterations', 'success', 'durationMs', 'result', 'error', 'usage'],
 };
@@ -288,6 +289,14 @@ async function runView(main, id, signal) {
           nested(d.structuredContent)));
         break;
       }
+      case 'tool.sampling':
+        // The tool's MCP server had sampled answer a sampling request of
+        // its own while the call ran: nested sampling, part of this run.
+        timeline.append(row(ev, 'tool-sampling',
+          h('span', {}, 'Nested sampling for ', h('strong', {}, d.name), ' by its MCP server'),
+          d.run ? h('p', { class: 'nested' }, 'Client-run loop: ', h('a', { href: `#/loops/${encodeURIComponent(d.run)}` }, h('code', {}, d.run))) : null,
+          h('p', { class: 'hint' }, `${d.model || 'a model'}, ${usageText(d.usage)}`)));
+        break;
       case 'iteration.completed':
         iterations = d.iteration;
         showProgress();
