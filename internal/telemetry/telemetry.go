@@ -140,7 +140,8 @@ func TraceID(ctx context.Context) string {
 }
 
 // Transport returns rt wrapped to send the trace context of each
-// request's context in its headers (traceparent, tracestate, baggage);
+// request's context in its headers (traceparent, tracestate; not the
+// caller's baggage, which is not a provider's business);
 // off, rt itself. It makes no span of its own: the caller's span (a
 // provider call's "chat", an MCP call's "tools/call") is the client span
 // of the request.
@@ -160,7 +161,8 @@ func (t injecting) RoundTrip(req *http.Request) (*http.Response, error) {
 	// A RoundTripper leaves the request it is given as it is.
 	r := *req
 	r.Header = req.Header.Clone()
-	propagator.Inject(req.Context(), propagation.HeaderCarrier(r.Header))
+	// Trace context only: a caller's baggage is not sent on to a provider.
+	propagation.TraceContext{}.Inject(req.Context(), propagation.HeaderCarrier(r.Header))
 	return t.next.RoundTrip(&r)
 }
 

@@ -90,3 +90,31 @@ func TestLogHandlerAddsIDs(t *testing.T) {
 		t.Errorf("log:\n%s", buf.String())
 	}
 }
+
+// The trace context goes out on an upstream request, in a copy of it;
+// the caller's baggage does not.
+func TestTransportSendsTraceContext(t *testing.T) {
+	env := map[string]string{EnvEndpoint: "http://127.0.0.1:1"}
+	shutdown, err := Setup(context.Background(), func(k string) string { return env[k] }, "test")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = shutdown(context.Background()) }()
+	var got http.Header
+	rt := Transport(roundTripper(func(r *http.Request) (*http.Response, error) {
+		got = r.Header
+		return &http.Response{StatusCode: 200, Body: http.NoBody}, nil
+	}))
+	ctx := Extract(context.Background(), http.Header{"Traceparent": {parent}, "Baggage": {"user=alice"}})
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, "http://upstream.invalid/v1/chat/completions", nil)
+	if _, err := rt.RoundTrip(req); err != nil {
+		t.Fatal(err)
+	}
+	if got.Get("Traceparent") != parent || got.Get("Baggage") != "" || req.Header.Get("Traceparent") != "" {
+		t.Errorf("sent %v (the caller's request keeps %v); want the traceparent alone, on a copy", got, req.Header)
+	}
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
