@@ -210,9 +210,9 @@ func readEvents(t testing.TB, body io.Reader) []loopEvent {
 func (lt *loopTest) log(id string) []loopEvent {
 	lt.t.Helper()
 	var all []loopEvent
-	last := ""
+	query := "" // after the first read, ?lastEventId= of the last event read
 	for range 1000 {
-		resp := lt.events(context.Background(), id, last)
+		resp := lt.events(context.Background(), id, query)
 		evs := readEvents(lt.t, resp.Body)
 		resp.Body.Close()
 		all = append(all, evs...)
@@ -220,7 +220,7 @@ func (lt *loopTest) log(id string) []loopEvent {
 			return all
 		}
 		if len(evs) > 0 {
-			last = evs[len(evs)-1].ID
+			query = "?lastEventId=" + evs[len(evs)-1].ID
 		}
 	}
 	lt.t.Fatalf("no loop.completed in %d events", len(all))
