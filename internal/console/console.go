@@ -7,7 +7,6 @@ package console
 import (
 	"bytes"
 	"embed"
-	"encoding/json"
 	"io/fs"
 	"mime"
 	"net/http"
@@ -71,24 +70,15 @@ var assets = func() map[string]asset {
 	return m
 }()
 
-// Names lists the embedded files, for tests.
-func Names() []string {
-	var names []string
-	for n := range assets {
-		names = append(names, n)
-	}
-	return names
-}
-
-// start is the build's time, the files' modification time for
+// start is the process's start, the files' modification time for
 // conditional requests: the embedded files change only with the binary.
 var start = time.Now()
 
 // Handler serves the console: GET /console is its page (index.html), GET
-// /console/{name} an asset. Another path under /console answers a 404
-// problem document. Every answer carries the console's
+// /console/{name} an asset. Another path under /console is passed to
+// notFound, the service's own 404. Every answer carries the console's
 // Content-Security-Policy.
-func Handler() http.Handler {
+func Handler(notFound http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Content-Security-Policy", Policy)
@@ -104,28 +94,10 @@ func Handler() http.Handler {
 		}
 		a, ok := assets[name]
 		if !ok {
-			notFound(w, r)
+			notFound.ServeHTTP(w, r)
 			return
 		}
 		h.Set("Content-Type", a.contentType)
 		http.ServeContent(w, r, name, start, bytes.NewReader(a.body))
 	})
-}
-
-// notFound answers a problem document, as the service's other routes do.
-func notFound(w http.ResponseWriter, r *http.Request) {
-	p := r.URL.Path
-	if len(p) > 200 {
-		p = p[:200]
-	}
-	b, _ := json.Marshal(map[string]any{
-		"type":     "https://sampled.dev/problems/not-found",
-		"title":    "Not found",
-		"status":   http.StatusNotFound,
-		"detail":   "the console has no file " + p,
-		"instance": p,
-	})
-	w.Header().Set("Content-Type", "application/problem+json")
-	w.WriteHeader(http.StatusNotFound)
-	_, _ = w.Write(b)
 }

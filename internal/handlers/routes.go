@@ -18,6 +18,7 @@ type route struct {
 // table lists every route of the service on one screen.
 func (s *server) table() []route {
 	sampling := func(h http.HandlerFunc) http.Handler { return s.limitSampling(h) }
+	page := console.Handler(http.HandlerFunc(s.notFound))
 	return []route{
 		{http.MethodGet, "/healthz", http.HandlerFunc(s.handleHealthz)},
 		{http.MethodGet, "/readyz", http.HandlerFunc(s.handleReadyz)},
@@ -46,8 +47,8 @@ func (s *server) table() []route {
 
 		// The web console: its page and its assets, which call the routes
 		// above from the browser.
-		{http.MethodGet, "/console", console.Handler()},
-		{http.MethodGet, "/console/{file}", console.Handler()},
+		{http.MethodGet, "/console", page},
+		{http.MethodGet, "/console/{file}", page},
 	}
 }
 
