@@ -16,7 +16,7 @@ import (
 // its method until the route is known (endRequestSpan).
 func requestSpan(ctx context.Context, r *http.Request) (context.Context, trace.Span) {
 	if !telemetry.Enabled() {
-		return telemetry.Start(ctx, "", 0)
+		return ctx, telemetry.NoSpan()
 	}
 	return telemetry.Start(ctx, r.Method, trace.SpanKindServer, semconv.HTTPRequestMethodKey.String(r.Method))
 }

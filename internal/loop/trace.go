@@ -27,7 +27,7 @@ const (
 // an agent's invocation; its iterations are its children.
 func agentSpan(ctx context.Context, r *run) (context.Context, trace.Span) {
 	if !telemetry.Enabled() {
-		return telemetry.Start(ctx, "", 0)
+		return ctx, telemetry.NoSpan()
 	}
 	return telemetry.Start(ctx, "invoke_agent loop", trace.SpanKindInternal, semconv.GenAIOperationNameInvokeAgent,
 		semconv.GenAIAgentName("loop"), semconv.GenAIAgentID(r.id), semconv.GenAIConversationID(r.id))
@@ -51,7 +51,7 @@ func endAgentSpan(span trace.Span, snap *Snapshot) {
 // tool calls are its children.
 func iterationSpan(ctx context.Context, it int) (context.Context, trace.Span) {
 	if !telemetry.Enabled() {
-		return telemetry.Start(ctx, "", 0)
+		return ctx, telemetry.NoSpan()
 	}
 	return telemetry.Start(ctx, "iteration "+strconv.Itoa(it), trace.SpanKindInternal, attrIteration.Int(it))
 }
@@ -60,7 +60,7 @@ func iterationSpan(ctx context.Context, it int) (context.Context, trace.Span) {
 // conventions name a tool's execution.
 func toolSpan(ctx context.Context, c sampler.ToolCall) (context.Context, trace.Span) {
 	if !telemetry.Enabled() {
-		return telemetry.Start(ctx, "", 0)
+		return ctx, telemetry.NoSpan()
 	}
 	attrs := []attribute.KeyValue{semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolName(c.Name),
 		semconv.GenAIToolCallID(c.ID), semconv.GenAIToolTypeKey.String("function")}

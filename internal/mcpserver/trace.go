@@ -19,7 +19,7 @@ const attrSampler = attribute.Key("sampled.mcp.sampler")
 // _meta carried (or of the HTTP request's).
 func toolCallSpan(ctx context.Context, tool string) (context.Context, trace.Span) {
 	if !telemetry.Enabled() {
-		return telemetry.Start(ctx, "", 0)
+		return ctx, telemetry.NoSpan()
 	}
 	return telemetry.Start(ctx, "tools/call "+tool, trace.SpanKindServer, semconv.McpMethodNameKey.String("tools/call"),
 		semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolName(tool))

@@ -98,6 +98,11 @@ func Setup(ctx context.Context, getenv func(string) string, version string) (shu
 	}, nil
 }
 
+// NoSpan is a span that records nothing: what a caller that found
+// tracing off (Enabled) returns, without making the name and attributes
+// of a span no one records.
+func NoSpan() trace.Span { return noSpan }
+
 // Start starts a span named name as a child of ctx's span (or of the
 // remote span context Extract put there). Off, it returns ctx and a span
 // that does nothing.

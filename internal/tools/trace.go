@@ -19,7 +19,7 @@ const attrServer = attribute.Key("sampled.mcp.server")
 // MCP conventions name it; the call's _meta carries its trace context.
 func callSpan(ctx context.Context, server, tool string) (context.Context, trace.Span) {
 	if !telemetry.Enabled() {
-		return telemetry.Start(ctx, "", 0)
+		return ctx, telemetry.NoSpan()
 	}
 	return telemetry.Start(ctx, "tools/call "+tool, trace.SpanKindClient, semconv.McpMethodNameKey.String("tools/call"),
 		semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolName(tool), attrServer.String(server))
@@ -41,7 +41,7 @@ func endCallSpan(span trace.Span, res *mcp.CallToolResult, err error) {
 // from server, a child of the trace context its _meta carried.
 func samplingSpan(ctx context.Context, server string) (context.Context, trace.Span) {
 	if !telemetry.Enabled() {
-		return telemetry.Start(ctx, "", 0)
+		return ctx, telemetry.NoSpan()
 	}
 	return telemetry.Start(ctx, "sampling/createMessage", trace.SpanKindServer,
 		semconv.McpMethodNameKey.String("sampling/createMessage"), attrServer.String(server))
