@@ -203,10 +203,8 @@ func (s *Service) SampleTools(ctx context.Context, p *Params) (res *Result, err 
 
 func (s *Service) guaranteed(ctx context.Context, p *Params, method string) (_ *Result, err error) {
 	ctx, span := guaranteeSpan(ctx, method)
-	defer func() {
-		telemetry.Fail(span, err, "")
-		span.End()
-	}()
+	answered := 0 // the attempts that came back with an answer
+	defer func() { endGuaranteeSpan(span, answered, err) }()
 	start := time.Now()
 	deadline := start.Add(s.requestTimeout)
 	var up time.Duration
@@ -251,7 +249,7 @@ func (s *Service) guaranteed(ctx context.Context, p *Params, method string) (_ *
 		res.Usage = usage
 		res.Duration = time.Since(start)
 		last = res
-		span.SetAttributes(attrAttempts.Int(a))
+		answered = a
 		if kind == "" {
 			aspan.End()
 			return res, nil

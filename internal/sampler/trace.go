@@ -27,7 +27,7 @@ const (
 // the GenAI conventions name an inference ("chat {model}").
 func chatSpan(ctx context.Context, prov string, req *Request) (context.Context, trace.Span) {
 	if !telemetry.Enabled() {
-		return telemetry.Start(ctx, "", 0)
+		return ctx, telemetry.NoSpan()
 	}
 	attrs := []attribute.KeyValue{semconv.GenAIOperationNameChat, semconv.GenAIProviderNameKey.String(prov),
 		semconv.GenAIRequestModel(req.Model), semconv.GenAIRequestMaxTokens(req.MaxTokens)}
@@ -65,16 +65,27 @@ func endChat(span trace.Span, resp *Response, err error) {
 // attempts are its children.
 func guaranteeSpan(ctx context.Context, method string) (context.Context, trace.Span) {
 	if !telemetry.Enabled() {
-		return telemetry.Start(ctx, "", 0)
+		return ctx, telemetry.NoSpan()
 	}
 	return telemetry.Start(ctx, "guarantee "+method, trace.SpanKindInternal, attrGuarantee.String(method))
+}
+
+// endGuaranteeSpan ends a guaranteed helper's span, with the number of
+// attempts that were answered and the request's error.
+func endGuaranteeSpan(span trace.Span, answered int, err error) {
+	defer span.End()
+	if !span.IsRecording() {
+		return
+	}
+	span.SetAttributes(attrAttempts.Int(answered))
+	telemetry.Fail(span, err, "")
 }
 
 // attemptSpan starts the span of attempt a of a guaranteed helper: the
 // provider calls of the attempt are its children.
 func attemptSpan(ctx context.Context, a int) (context.Context, trace.Span) {
 	if !telemetry.Enabled() {
-		return telemetry.Start(ctx, "", 0)
+		return ctx, telemetry.NoSpan()
 	}
 	return telemetry.Start(ctx, "attempt "+strconv.Itoa(a), trace.SpanKindInternal, attrAttempt.Int(a))
 }
