@@ -231,8 +231,8 @@ func (g *Guard) Reserve(ctx context.Context, c *Caller, est Estimate) error {
 	for _, w := range []struct {
 		per, this    string
 		limit, spent int64
-		window       Window
-	}{{"day", "today", c.dayNano, s.DayNano, dayOf(now)}, {"month", "this month", c.monthNano, s.MonthNano, monthOf(now)}} {
+		window       func(time.Time) Window // worked out only to refuse
+	}{{"day", "today", c.dayNano, s.DayNano, dayOf}, {"month", "this month", c.monthNano, s.MonthNano, monthOf}} {
 		if w.limit <= 0 {
 			continue
 		}
@@ -246,9 +246,10 @@ func (g *Guard) Reserve(ctx context.Context, c *Caller, est Estimate) error {
 		default:
 			continue
 		}
-		wait := w.window.End.Sub(now)
+		end := w.window(now).End
+		wait := end.Sub(now)
 		refused = &LimitError{Limit: LimitBudget, RetryAfter: wait,
-			Detail: fmt.Sprintf("%s; it renews at %s, retry after %ds", detail, w.window.End.Format(time.RFC3339), seconds(wait))}
+			Detail: fmt.Sprintf("%s; it renews at %s, retry after %ds", detail, end.Format(time.RFC3339), seconds(wait))}
 	}
 	if refused != nil {
 		return refused // the month's when both are: the later renewal
