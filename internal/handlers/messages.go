@@ -24,12 +24,12 @@ func (s *server) handleMessages(w http.ResponseWriter, r *http.Request) {
 		body, stream, err = decodeMessages(raw)
 	}
 	if err != nil {
-		s.writeMessagesError(w, r, err)
+		s.writeErrorAs(w, r, err, messagesProblem)
 		return
 	}
 	p, err := body.Params()
 	if err != nil {
-		s.writeMessagesError(w, r, err)
+		s.writeErrorAs(w, r, err, messagesProblem)
 		return
 	}
 	p.Caller = "messages"
@@ -49,20 +49,10 @@ func (s *server) handleMessages(w http.ResponseWriter, r *http.Request) {
 	s.sampled(r.Context(), p, res, err)
 	setCost(w, res, err)
 	if err != nil {
-		s.writeMessagesError(w, r, err)
+		s.writeErrorAs(w, r, err, messagesProblem)
 		return
 	}
 	s.writeJSON(w, http.StatusOK, sampler.CreateMessageResultOf(res))
-}
-
-// writeMessagesError adds JSON-RPC's invalid-params code to 400 problems.
-func (s *server) writeMessagesError(w http.ResponseWriter, r *http.Request, err error) {
-	p := messagesProblem(err)
-	if p.Status != http.StatusBadRequest {
-		s.writeError(w, r, err)
-		return
-	}
-	s.writeProblem(w, r, p)
 }
 
 // messagesProblem is the problem of POST /v1/messages for err: a 400

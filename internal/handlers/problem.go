@@ -103,11 +103,17 @@ func problemFor(err error) Problem {
 
 // writeError writes err as a problem; internal details go to the log only.
 func (s *server) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	s.writeErrorAs(w, r, err, problemFor)
+}
+
+// writeErrorAs writes err as the problem that problem makes of it, for a
+// route whose problems differ from problemFor's.
+func (s *server) writeErrorAs(w http.ResponseWriter, r *http.Request, err error, problem func(error) Problem) {
 	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
 		// The client went away; nobody reads an answer.
 		return
 	}
-	p := problemFor(err)
+	p := problem(err)
 	s.logFailure(r, err, p)
 	s.writeProblem(w, r, p)
 }
