@@ -218,7 +218,8 @@ type ToolChoice struct {
 	Function string
 }
 
-type namedChoice struct {
+// NamedToolChoice is the object form of ToolChoice, as it is on the wire.
+type NamedToolChoice struct {
 	Type     string `json:"type"`
 	Function struct {
 		Name string `json:"name"`
@@ -230,7 +231,7 @@ func (t ToolChoice) MarshalJSON() ([]byte, error) {
 	if t.Mode != TypeFunction {
 		return json.Marshal(t.Mode)
 	}
-	n := namedChoice{Type: TypeFunction}
+	n := NamedToolChoice{Type: TypeFunction}
 	n.Function.Name = t.Function
 	return json.Marshal(n)
 }
@@ -241,7 +242,7 @@ func (t *ToolChoice) UnmarshalJSON(b []byte) error {
 		*t = ToolChoice{}
 		return json.Unmarshal(b, &t.Mode)
 	}
-	var n namedChoice
+	var n NamedToolChoice
 	if err := json.Unmarshal(b, &n); err != nil {
 		return err
 	}

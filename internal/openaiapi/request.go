@@ -84,14 +84,6 @@ var (
 	rawType        = reflect.TypeFor[json.RawMessage]()
 )
 
-// namedChoice is the object form of tool_choice, for shape.
-type namedChoice struct {
-	Type     string `json:"type"`
-	Function struct {
-		Name string `json:"name"`
-	} `json:"function"`
-}
-
 // shape checks that raw, the value at path, has the JSON shape of Go type
 // t: each member of an object is a field of t's struct, each value of the
 // JSON kind its field takes. null stands for an absent value anywhere.
@@ -126,7 +118,7 @@ func shape(raw json.RawMessage, t reflect.Type, path string) []sampler.FieldErro
 		case '"':
 			return nil
 		case '{':
-			return shape(raw, reflect.TypeFor[namedChoice](), path)
+			return shape(raw, reflect.TypeFor[chat.NamedToolChoice](), path)
 		}
 		return at(`tool_choice must be "none", "auto", "required" or {"type":"function","function":{"name":…}}`)
 	case stopType:
