@@ -282,25 +282,21 @@ func (g *Guard) Charge(ctx context.Context, c *Caller, tokens int, usd float64) 
 	if c == nil {
 		return
 	}
-	now := g.now()
-	nano := nanoUSD(max(usd, 0))
-	var perToken time.Duration
-	if c.tpm > 0 {
-		perToken = c.perToken
+	// perToken is 0 without a token rate: the tokens count for nothing.
+	nano, tokens := nanoUSD(max(usd, 0)), max(tokens, 0)
+	if nano == 0 && (tokens == 0 || c.perToken == 0) {
+		return
 	}
-	tokens = max(tokens, 0)
+	now := g.now()
 	if g.budgets != nil && c.name != "" {
-		if nano == 0 && perToken == 0 {
-			return
-		}
 		// The call is over: its charge does not end with its request.
 		ctx := context.WithoutCancel(ctx)
-		if err := g.budgets.Charge(ctx, c.name, tokens, perToken, nano, dayOf(now), monthOf(now)); err != nil {
+		if err := g.budgets.Charge(ctx, c.name, tokens, c.perToken, nano, dayOf(now), monthOf(now)); err != nil {
 			g.warn(LimitBudget, c, fmt.Errorf("charge a call's usage: %w", err))
 		}
 		return
 	}
-	c.budget.charge(now, time.Duration(tokens)*perToken, nano)
+	c.budget.charge(now, time.Duration(tokens)*c.perToken, nano)
 }
 
 // Status is what Guard.Status says of a caller.
