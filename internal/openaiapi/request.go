@@ -18,6 +18,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/kaptinlin/jsonpointer"
 
@@ -135,8 +136,7 @@ func shape(raw json.RawMessage, t reflect.Type, path string) []sampler.FieldErro
 		if raw[0] != '{' || json.Unmarshal(raw, &members) != nil {
 			return at("must be an object")
 		}
-		fields := map[string]reflect.Type{}
-		structFields(t, fields)
+		fields := fieldsOf(t)
 		var errs []sampler.FieldError
 		for _, k := range slices.Sorted(maps.Keys(members)) {
 			at := path + "/" + jsonpointer.EscapeToken(k)
@@ -195,6 +195,23 @@ func shape(raw json.RawMessage, t reflect.Type, path string) []sampler.FieldErro
 		}
 	}
 	return nil
+}
+
+// fieldCache holds fieldsOf's answers: reflect.Type to
+// map[string]reflect.Type, one entry for each struct type of Request.
+var fieldCache sync.Map
+
+// fieldsOf returns the fields of struct type t by their JSON names,
+// gathered by structFields once for each type rather than for each value
+// of it in every request.
+func fieldsOf(t reflect.Type) map[string]reflect.Type {
+	if f, ok := fieldCache.Load(t); ok {
+		return f.(map[string]reflect.Type)
+	}
+	f := map[string]reflect.Type{}
+	structFields(t, f)
+	fieldCache.Store(t, f)
+	return f
 }
 
 // structFields adds the fields of struct type t to fields by their JSON
