@@ -20,7 +20,6 @@ const (
 	attrIteration  = attribute.Key("sampled.loop.iteration")
 	attrStatus     = attribute.Key("sampled.loop.status")
 	attrIterations = attribute.Key("sampled.loop.iterations")
-	attrCost       = attribute.Key("sampled.cost_usd")
 )
 
 // agentSpan starts the span of a whole run, as the GenAI conventions name
@@ -39,9 +38,8 @@ func endAgentSpan(span trace.Span, snap *Snapshot) {
 	if !span.IsRecording() {
 		return
 	}
-	span.SetAttributes(attrStatus.String(snap.Status), attrIterations.Int(snap.Iterations),
-		semconv.GenAIUsageInputTokens(snap.Usage.InputTokens), semconv.GenAIUsageOutputTokens(snap.Usage.OutputTokens),
-		attrCost.Float64(snap.Usage.CostUSD))
+	span.SetAttributes(attrStatus.String(snap.Status), attrIterations.Int(snap.Iterations))
+	sampler.SetUsage(span, snap.Usage)
 	if snap.Status != StatusCompleted {
 		telemetry.Fail(span, errors.New(snap.Error), snap.Status)
 	}

@@ -20,7 +20,6 @@ const (
 	attrAttempts  = attribute.Key("sampled.attempts")
 	attrInvalid   = attribute.Key("sampled.answer.invalid")
 	attrErrors    = attribute.Key("sampled.answer.errors")
-	attrCost      = attribute.Key("sampled.cost_usd")
 )
 
 // chatSpan starts the span of one provider call, named and attributed as
@@ -53,12 +52,18 @@ func endChat(span trace.Span, resp *Response, err error) {
 		telemetry.Fail(span, err, retry.Reason(err))
 		return
 	}
-	span.SetAttributes(semconv.GenAIResponseModel(resp.Model), semconv.GenAIResponseFinishReasons(resp.StopReason),
-		semconv.GenAIUsageInputTokens(resp.Usage.InputTokens), semconv.GenAIUsageOutputTokens(resp.Usage.OutputTokens),
-		attrCost.Float64(resp.Usage.CostUSD))
+	span.SetAttributes(semconv.GenAIResponseModel(resp.Model), semconv.GenAIResponseFinishReasons(resp.StopReason))
+	SetUsage(span, resp.Usage)
 	if telemetry.Content() {
 		span.SetAttributes(semconv.GenAIOutputMessagesKey.String(jsonText(resp.Content)))
 	}
+}
+
+// SetUsage records u on span: its tokens, as the GenAI conventions name
+// them, and its cost in US dollars (sampled.cost_usd).
+func SetUsage(span trace.Span, u Usage) {
+	span.SetAttributes(semconv.GenAIUsageInputTokens(u.InputTokens), semconv.GenAIUsageOutputTokens(u.OutputTokens),
+		attribute.Float64("sampled.cost_usd", u.CostUSD))
 }
 
 // guaranteeSpan starts the span of a guaranteed helper's request, whose
