@@ -78,20 +78,20 @@ func meter(p sampler.Provider, cat *sampler.Catalog, m *metrics.Metrics, prices 
 
 // Sample calls the provider and records the call.
 func (p *metered) Sample(ctx context.Context, req *sampler.Request) (*sampler.Response, error) {
-	series := p.series(req.Model)
-	if err := series.reserve(ctx, req); err != nil {
+	series, caller := p.series(req.Model), access.FromContext(ctx)
+	if err := series.reserve(ctx, caller, req); err != nil {
 		return nil, err
 	}
 	start := time.Now()
 	resp, err := p.Provider.Sample(ctx, req)
-	return series.record(ctx, start, resp, err)
+	return series.record(ctx, caller, start, resp, err)
 }
 
 // Stream streams from the provider and records the call, with the time to
 // its first fragment and the fragments.
 func (p *metered) Stream(ctx context.Context, req *sampler.Request, emit func(sampler.Delta)) (*sampler.Response, error) {
-	series := p.series(req.Model)
-	if err := series.reserve(ctx, req); err != nil {
+	series, caller := p.series(req.Model), access.FromContext(ctx)
+	if err := series.reserve(ctx, caller, req); err != nil {
 		return nil, err
 	}
 	start := time.Now()
@@ -104,7 +104,7 @@ func (p *metered) Stream(ctx context.Context, req *sampler.Request, emit func(sa
 		series.fragments.Inc()
 		emit(d)
 	})
-	return series.record(ctx, start, resp, err)
+	return series.record(ctx, caller, start, resp, err)
 }
 
 func (p *metered) series(model string) *modelSeries {
@@ -114,12 +114,11 @@ func (p *metered) series(model string) *modelSeries {
 	return p.other
 }
 
-// reserve checks a call of req against the budgets of the context's
-// caller: its maxTokens, and what they cost at the model's output price
-// (nothing for an unpriced model). A refusal is counted under the
-// caller's key and the limit.
-func (series *modelSeries) reserve(ctx context.Context, req *sampler.Request) error {
-	c := access.FromContext(ctx)
+// reserve checks a call of req against the budgets of its caller (the
+// context's, nil without an access guard): its maxTokens, and what they
+// cost at the model's output price (nothing for an unpriced model). A
+// refusal is counted under the caller's key and the limit.
+func (series *modelSeries) reserve(ctx context.Context, c *access.Caller, req *sampler.Request) error {
 	est := access.Estimate{Tokens: req.MaxTokens}
 	if series.price != nil {
 		est.USD = float64(req.MaxTokens) * series.price.Output / 1e6
@@ -132,8 +131,8 @@ func (series *modelSeries) reserve(ctx context.Context, req *sampler.Request) er
 }
 
 // record observes a call that started at start and ended with resp, err,
-// and prices its answer.
-func (series *modelSeries) record(ctx context.Context, start time.Time, resp *sampler.Response, err error) (*sampler.Response, error) {
+// prices its answer and charges it to its caller.
+func (series *modelSeries) record(ctx context.Context, caller *access.Caller, start time.Time, resp *sampler.Response, err error) (*sampler.Response, error) {
 	d := time.Since(start).Seconds()
 	if err != nil {
 		series.failed.Observe(d)
@@ -145,7 +144,6 @@ func (series *modelSeries) record(ctx context.Context, start time.Time, resp *sa
 	series.inUsage.Observe(float64(resp.Usage.InputTokens))
 	series.outUsage.Observe(float64(resp.Usage.OutputTokens))
 	resp.Usage.CostUSD, resp.Usage.Unpriced = 0, series.price == nil
-	caller := access.FromContext(ctx)
 	if series.price == nil {
 		series.unpriced.Inc()
 	} else {
