@@ -97,9 +97,6 @@ type run struct {
 	// sampling (addNested, takeNested).
 	nestedMu sync.Mutex
 	nested   sampler.Usage
-	// spanCtx holds the run's span, for its log lines' trace_id and
-	// span_id.
-	spanCtx context.Context
 }
 
 func (r *run) emit(name string, data any) {
@@ -168,7 +165,6 @@ func (r *run) run(parent context.Context) {
 	start := time.Now()
 	parent, span := agentSpan(parent, r)
 	defer func() { endAgentSpan(span, r.snap) }()
-	r.spanCtx = parent
 	ctx, stop := context.WithTimeoutCause(parent, r.lim.timeout, context.DeadlineExceeded)
 	defer stop()
 	r.emit(EventLoopStarted, startedEvent{ID: r.id, TraceID: r.snap.TraceID, Origin: r.snap.Origin, Model: r.spec.ModelSpec, Tools: r.snap.Tools,
@@ -184,7 +180,7 @@ func (r *run) run(parent context.Context) {
 		// Whatever the loop came to, its log lacks an event.
 		status, errText = r.failure(ctx, cause)
 	}
-	r.end(start, status, errText)
+	r.end(parent, start, status, errText)
 }
 
 // iterate runs the iterations until the model answers in text, a limit is
@@ -292,13 +288,14 @@ func (r *run) endIteration(it int, calls []sampler.ToolCall, start time.Time) {
 }
 
 // end records the end of the loop begun at start: its final snapshot, its
-// metrics and the terminal event.
-func (r *run) end(start time.Time, status, errText string) {
+// metrics and the terminal event. ctx holds the run's span, whose ids its
+// log line carries.
+func (r *run) end(ctx context.Context, start time.Time, status, errText string) {
 	now := time.Now().UTC()
 	r.snap.Status, r.snap.Error, r.snap.FinishedAt = status, errText, &now
 	r.e.o.Metrics.LoopsTotal.WithLabelValues(status).Inc()
 	r.e.o.Metrics.LoopIterations.Observe(float64(r.snap.Iterations))
-	r.log.InfoContext(r.spanCtx, "loop finished", "status", status, "iterations", r.snap.Iterations, "duration", time.Since(start))
+	r.log.InfoContext(ctx, "loop finished", "status", status, "iterations", r.snap.Iterations, "duration", time.Since(start))
 	// The terminal event and the final snapshot are recorded in one step:
 	// whoever reads the event reads the final status, and from then on the
 	// run can no longer be cancelled.
