@@ -10,8 +10,10 @@
 package chat
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
+	"unicode/utf8"
 )
 
 // Roles of messages.
@@ -118,6 +120,13 @@ func (c Content) MarshalJSON() ([]byte, error) {
 func (c *Content) UnmarshalJSON(b []byte) error {
 	*c = Content{}
 	switch {
+	case len(b) > 1 && b[0] == '"' && bytes.IndexByte(b, '\\') < 0 && utf8.Valid(b):
+		// The decoder hands over a valid JSON string: without escapes (and
+		// with valid UTF-8, which decoding would replace) its text is the
+		// bytes between the quotes, read without a second decode.
+		s := string(b[1 : len(b)-1])
+		c.Text = &s
+		return nil
 	case len(b) > 0 && b[0] == '[':
 		return json.Unmarshal(b, &c.Parts)
 	case string(b) == "null":
