@@ -117,6 +117,17 @@ func (r *RedisLimits) Close() {
 func (r *RedisLimits) rateKey(name string) string  { return r.prefix + "limit:rate:" + name }
 func (r *RedisLimits) loopsKey(name string) string { return r.prefix + "limit:loops:" + name }
 
+// run runs script as the Redis operation op (for Observe), bounded by the
+// limits' timeout. The answer is read before it returns.
+func (r *RedisLimits) run(ctx context.Context, op string, script *goredis.Script, keys []string, args ...any) *goredis.Cmd {
+	ctx, cancel := context.WithTimeout(ctx, r.limit)
+	defer cancel()
+	start := time.Now()
+	cmd := script.Run(ctx, r.c, keys, args...)
+	r.observe(op, time.Since(start), cmd.Err())
+	return cmd
+}
+
 // Allow takes one request from the key's rate of perMinute requests a
 // minute with the given burst, shared by every replica.
 func (r *RedisLimits) Allow(ctx context.Context, key string, perMinute, burst int) (bool, time.Duration, error) {
@@ -170,11 +181,7 @@ var releaseScript = goredis.NewScript(`return redis.call('ZREM', KEYS[1], ARGV[1
 // counting when its lease ends.
 func (r *RedisLimits) StartLoop(ctx context.Context, key string, maxLoops int) (release func(), ok bool, err error) {
 	token := rand.Text()
-	ctx, cancel := context.WithTimeout(ctx, r.limit)
-	defer cancel()
-	start := time.Now()
-	n, err := startScript.Run(ctx, r.c, []string{r.loopsKey(key)}, maxLoops, r.lease.Milliseconds(), token).Int64()
-	r.observe("limit_loop_start", time.Since(start), err)
+	n, err := r.run(ctx, "limit_loop_start", startScript, []string{r.loopsKey(key)}, maxLoops, r.lease.Milliseconds(), token).Int64()
 	if err != nil {
 		// The script may have run: hold the token so that, if it did, the
 		// loop's lease is renewed and released like any other's.
@@ -205,12 +212,7 @@ func (r *RedisLimits) release(key, token string) {
 		delete(r.held, key)
 	}
 	r.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), r.limit)
-	defer cancel()
-	start := time.Now()
-	err := releaseScript.Run(ctx, r.c, []string{r.loopsKey(key)}, token).Err()
-	r.observe("limit_loop_release", time.Since(start), err)
-	if err != nil {
+	if err := r.run(context.Background(), "limit_loop_release", releaseScript, []string{r.loopsKey(key)}, token).Err(); err != nil {
 		r.log.Warn("a loop's end did not reach Redis; its slot frees when its lease ends", "key", key, "lease", r.lease, "err", err)
 	}
 }
@@ -238,12 +240,7 @@ func (r *RedisLimits) renew() {
 		}
 		r.mu.Unlock()
 		for key, args := range batch {
-			ctx, cancel := context.WithTimeout(context.Background(), r.limit)
-			start := time.Now()
-			err := renewScript.Run(ctx, r.c, []string{r.loopsKey(key)}, args...).Err()
-			r.observe("limit_loop_renew", time.Since(start), err)
-			cancel()
-			if err != nil {
+			if err := r.run(context.Background(), "limit_loop_renew", renewScript, []string{r.loopsKey(key)}, args...).Err(); err != nil {
 				r.log.Warn("could not renew the leases of running loops in Redis", "key", key, "loops", len(args)-1, "err", err)
 			}
 		}
@@ -297,11 +294,7 @@ return 0
 // the day and the month, shared by every replica. It implements
 // SharedBudgets.
 func (r *RedisLimits) Spent(ctx context.Context, key string, day, month Window) (Spent, error) {
-	ctx, cancel := context.WithTimeout(ctx, r.limit)
-	defer cancel()
-	start := time.Now()
-	v, err := spentScript.Run(ctx, r.c, []string{r.tokensKey(key), r.spendKey(key, day), r.spendKey(key, month)}).StringSlice()
-	r.observe("limit_budget_read", time.Since(start), err)
+	v, err := r.run(ctx, "limit_budget_read", spentScript, []string{r.tokensKey(key), r.spendKey(key, day), r.spendKey(key, month)}).StringSlice()
 	if err != nil {
 		return Spent{}, fmt.Errorf("budgets in Redis: %w", err)
 	}
@@ -325,13 +318,9 @@ func (r *RedisLimits) Spent(ctx context.Context, key string, day, month Window) 
 // its day and month, shared by every replica. It implements
 // SharedBudgets.
 func (r *RedisLimits) Charge(ctx context.Context, key string, tokens int, perToken time.Duration, nanoUSD int64, day, month Window) error {
-	ctx, cancel := context.WithTimeout(ctx, r.limit)
-	defer cancel()
-	start := time.Now()
 	add := int64(tokens) * perToken.Microseconds()
-	err := chargeScript.Run(ctx, r.c, []string{r.tokensKey(key), r.spendKey(key, day), r.spendKey(key, month)},
+	err := r.run(ctx, "limit_budget_charge", chargeScript, []string{r.tokensKey(key), r.spendKey(key, day), r.spendKey(key, month)},
 		add, nanoUSD, day.End.Add(spendGrace).UnixMilli(), month.End.Add(spendGrace).UnixMilli()).Err()
-	r.observe("limit_budget_charge", time.Since(start), err)
 	if err != nil {
 		return fmt.Errorf("budgets in Redis: %w", err)
 	}
