@@ -176,11 +176,12 @@ func New(reg prometheus.Registerer) *Metrics {
 		}, []string{"reason"}),
 		RateLimited: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "sampled_rate_limited_total",
-			Help: "Requests answered 429, by API key name and the limit reached: requests (per minute), loops (concurrent), in_flight (the global cap on sampling requests).",
+			Help: "Requests answered 429, by API key name and the limit reached: requests (per minute), loops (concurrent), in_flight (the global cap on sampling requests); " +
+				"and model calls refused by tokens (per minute) or budget (spend per UTC day or month).",
 		}, []string{"key", "limit"}),
 		LimitUnchecked: f.NewCounterVec(prometheus.CounterOpts{
 			Name: "sampled_rate_limit_unchecked_total",
-			Help: "Requests (limit=requests) and loops (limit=loops) let in without their API key's limit checked, because Redis, " +
+			Help: "Requests (limit=requests), loops (limit=loops) and model calls (limit=tokens, limit=budget) let in without their API key's limit checked, because Redis, " +
 				"which holds the limits replicas share, did not answer in time: the limits fail open.",
 		}, []string{"limit"}),
 		Cost: f.NewCounterVec(prometheus.CounterOpts{
