@@ -3,7 +3,6 @@ package handlers
 import (
 	"encoding/json"
 	"errors"
-	"math"
 	"net/http"
 	"strconv"
 	"time"
@@ -37,10 +36,10 @@ func setCost(w http.ResponseWriter, res *sampler.Result, err error) {
 	}
 }
 
-// formatUSD writes dollars as a plain decimal, to a millionth of a cent at
-// most: the sum of float64 prices carries noise below that.
+// formatUSD writes dollars as a plain decimal, to the billionth of a
+// dollar that costs are kept to (sampler.RoundUSD), as the body's costUsd.
 func formatUSD(v float64) string {
-	return strconv.FormatFloat(math.Round(v*1e8)/1e8, 'f', -1, 64)
+	return strconv.FormatFloat(sampler.RoundUSD(v), 'f', -1, 64)
 }
 
 // handleOpenAIModels lists the configured models as OpenAI's API does.
