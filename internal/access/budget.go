@@ -33,10 +33,11 @@ const (
 	LimitBudget = "budget"
 )
 
-// LimitError is the refusal of a sampling call by its key's tokens per
-// minute (Limit LimitTokens) or spend budget (LimitBudget).
+// LimitError is a refusal by one of a key's limits: of a sampling call by
+// its tokens per minute (Limit LimitTokens) or spend budget (LimitBudget),
+// or of a loop by its concurrent loops (LimitLoops).
 type LimitError struct {
-	// Limit is LimitTokens or LimitBudget.
+	// Limit is LimitTokens, LimitBudget or LimitLoops.
 	Limit string
 	// RetryAfter is how long until the window frees enough for the call.
 	RetryAfter time.Duration

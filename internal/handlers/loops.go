@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/sampled/sampled/internal/loop"
-	"github.com/sampled/sampled/internal/metrics"
 	"github.com/sampled/sampled/internal/runs"
 	"github.com/sampled/sampled/internal/sampler"
 	"github.com/sampled/sampled/internal/tools"
@@ -109,11 +108,7 @@ func (s *server) handleStartLoop(w http.ResponseWriter, r *http.Request) {
 	// Not r.Context(): it also ends when this handler returns, which a
 	// stream does when its client fell too far behind and must resume by id.
 	id, err := s.loops.Start(context.WithoutCancel(r.Context()), spec)
-	if limit := (*loop.LimitError)(nil); errors.As(err, &limit) {
-		s.writeProblem(w, r, Problem{Type: problemBase + "rate-limited", Title: "Too many requests", Status: http.StatusTooManyRequests,
-			Detail: "this API key has as many loops running as it may; wait for one to end", Extensions: map[string]any{"limit": metrics.LimitLoops}, retryAfter: limit.RetryAfter})
-		return
-	} else if err != nil {
+	if err != nil { // a loop limit's 429 among them (access.LimitError)
 		s.writeError(w, r, loopError("", err))
 		return
 	}

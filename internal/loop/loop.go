@@ -136,7 +136,7 @@ type Spec struct {
 	// Caller, if set, is who starts the run: the run belongs to its key
 	// (Owner is its name) and counts against its concurrent loops
 	// (Options.Access) until it has recorded its terminal event. At its
-	// limit Start returns a *LimitError.
+	// limit Start returns an *access.LimitError (LimitLoops).
 	Caller           *access.Caller
 	Messages         []sampler.Message
 	SystemPrompt     string
@@ -230,18 +230,6 @@ func New(o Options) *Engine {
 	e := &Engine{o: o}
 	e.closing, e.close = context.WithCancel(context.Background())
 	return e
-}
-
-// LimitError is Start's refusal of a caller that runs as many loops as
-// it may.
-type LimitError struct {
-	// RetryAfter is how long to wait before asking again.
-	RetryAfter time.Duration
-}
-
-func (e *LimitError) Error() string {
-	return fmt.Sprintf("this API key has as many loops running as it may (its loop limit is reached); retry after %ds",
-		int64(math.Ceil(e.RetryAfter.Seconds())))
 }
 
 var (
@@ -379,7 +367,8 @@ func (e *Engine) admit(ctx context.Context, spec *Spec) (release func(), err err
 	release, ok, wait := e.o.Access.StartLoop(ctx, c)
 	if !ok {
 		e.o.Metrics.RateLimited.WithLabelValues(metrics.KeyLabel(c.Name()), metrics.LimitLoops).Inc()
-		return nil, &LimitError{RetryAfter: wait}
+		return nil, &access.LimitError{Limit: access.LimitLoops, RetryAfter: wait, Detail: fmt.Sprintf(
+			"this API key has as many loops running as it may (its loop limit is reached); retry after %ds", int64(math.Ceil(wait.Seconds())))}
 	}
 	spec.Owner = c.Name()
 	return release, nil

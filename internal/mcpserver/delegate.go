@@ -10,6 +10,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/sampled/sampled/internal/access"
 	"github.com/sampled/sampled/internal/loop"
 	"github.com/sampled/sampled/internal/sampler"
 	"github.com/sampled/sampled/internal/tools"
@@ -123,7 +124,7 @@ func (s *Server) runLoop(ctx context.Context, c *call, in delegateIn) (*delegate
 	snap, err := s.o.Loops.Run(tools.WithSamplingDepth(ctx, spec.Origin.Depth), spec, func(it int) {
 		c.step(float64(in.MaxIterations), "iteration %d of at most %d", it, in.MaxIterations)
 	})
-	var limit *loop.LimitError
+	var limit *access.LimitError
 	switch {
 	case errors.As(err, &limit):
 		return nil, &toolError{outcome: outcomeRefused, text: "the loop was not started: " + err.Error()}
