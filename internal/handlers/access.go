@@ -92,8 +92,7 @@ func (s *server) keyed() bool { return s.guard != nil && s.guard.Enabled() }
 // reached.
 func (s *server) tooMany(w http.ResponseWriter, r *http.Request, c *access.Caller, limit string, wait time.Duration, detail string) {
 	s.metrics.RateLimited.WithLabelValues(metrics.KeyLabel(c.Name()), limit).Inc()
-	s.writeProblem(w, r, Problem{Type: problemBase + "rate-limited", Title: "Too many requests", Status: http.StatusTooManyRequests,
-		Detail: detail, Extensions: map[string]any{"limit": limit}, retryAfter: wait})
+	s.writeError(w, r, &access.LimitError{Limit: limit, RetryAfter: wait, Detail: detail})
 }
 
 // limitSampling caps the sampling requests served at once
