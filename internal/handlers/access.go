@@ -1,10 +1,8 @@
 package handlers
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -110,7 +108,9 @@ func (s *server) limitSampling(next http.Handler) http.Handler {
 			s.writeError(w, r, err)
 			return
 		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
+		// The handler reads the same bytes (readBody), the MCP
+		// handler as a body.
+		r.Body = newBodyBytes(body)
 		release, ok, wait := s.guard.StartSample()
 		if !ok {
 			s.tooMany(w, r, callerOf(r.Context()), metrics.LimitInFlight, wait, "the service is serving as many sampling requests as it takes at once; try again shortly")

@@ -28,6 +28,9 @@ const maxBodyDepth = sampler.MaxSchemaDepth + 16
 // charset, in UTF-8. The sampling routes read it before they take a place
 // of the in-flight cap (limitSampling): a slow sender holds no place.
 func (s *server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error) {
+	if rb, ok := r.Body.(*bodyBytes); ok {
+		return rb.b, nil // read and checked already, by limitSampling
+	}
 	if ce := r.Header.Get("Content-Encoding"); ce != "" && !strings.EqualFold(ce, "identity") {
 		w.Header().Set("Accept-Encoding", "identity")
 		return nil, unsupported(fmt.Sprintf("the body is in content coding %q; send it uncompressed", ce))
@@ -60,6 +63,21 @@ func (s *server) readBody(w http.ResponseWriter, r *http.Request) ([]byte, error
 	}
 	return nil, fmt.Errorf("read body: %w", err)
 }
+
+// bodyBytes is a body that has been read (readBody): its bytes, as a body
+// again.
+type bodyBytes struct {
+	bytes.Reader
+	b []byte
+}
+
+func newBodyBytes(b []byte) *bodyBytes {
+	rb := &bodyBytes{b: b}
+	rb.Reset(b)
+	return rb
+}
+
+func (*bodyBytes) Close() error { return nil }
 
 func unsupported(detail string) error {
 	return &bodyError{status: http.StatusUnsupportedMediaType, slug: "unsupported-media-type", title: "Unsupported media type", detail: detail}

@@ -1,9 +1,11 @@
 package handlers
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"sync"
 )
 
 func (s *server) writeJSON(w http.ResponseWriter, status int, v any) {
@@ -20,17 +22,35 @@ var (
 // sends it: the response is complete, and what the handler and instrument
 // do after it (counting, logging) is off the client's path.
 func writeBody(w http.ResponseWriter, status int, contentType []string, v any) {
-	b, err := json.Marshal(v)
-	if err != nil {
+	buf := bodyBuffers.Get().(*bytes.Buffer)
+	defer releaseBody(buf)
+	// Encode, unlike Marshal, writes into the pooled buffer: no copy of
+	// the body is made. Its output is Marshal's and a newline.
+	if err := json.NewEncoder(buf).Encode(v); err != nil {
 		// Only a value sampled made itself can fail to encode.
 		status, contentType = http.StatusInternalServerError, problemMediaType
-		b, _ = json.Marshal(Problem{Type: problemBase + "internal", Title: "Internal error", Status: status})
+		buf.Reset()
+		_ = json.NewEncoder(buf).Encode(Problem{Type: problemBase + "internal", Title: "Internal error", Status: status})
 	}
-	b = append(b, '\n')
 	h := w.Header()
 	h["Content-Type"] = contentType
-	h["Content-Length"] = []string{strconv.Itoa(len(b))}
+	h["Content-Length"] = []string{strconv.Itoa(buf.Len())}
 	w.WriteHeader(status)
-	_, _ = w.Write(b)
+	_, _ = w.Write(buf.Bytes())
 	_ = http.NewResponseController(w).Flush()
+}
+
+// bodyBuffers holds the *bytes.Buffer that response bodies are encoded
+// into.
+var bodyBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// maxPooledBody is the largest body buffer kept for reuse, so that one
+// large answer does not stay in memory.
+const maxPooledBody = 64 << 10
+
+func releaseBody(buf *bytes.Buffer) {
+	if buf.Cap() <= maxPooledBody {
+		buf.Reset()
+		bodyBuffers.Put(buf)
+	}
 }
