@@ -15,7 +15,7 @@ func TestSoak(t *testing.T) {
 		t.Skip("builds sampled and runs traffic for seconds")
 	}
 	var out bytes.Buffer
-	rep, err := soak(t.Context(), soakOptions{d: 5 * time.Second, rate: 40}, t.TempDir(), &out)
+	rep, err := soak(t.Context(), soakOptions{d: 3 * time.Second, rate: 50}, t.TempDir(), &out)
 	t.Logf("output:\n%s", out.String())
 	if err != nil {
 		t.Fatal(err)
@@ -24,8 +24,8 @@ func TestSoak(t *testing.T) {
 		t.Errorf("%d operations, %d lost, %d broken streams, want 100 or more and none lost or broken; first failures: %q",
 			rep.ops, rep.lost, rep.broken, rep.errs)
 	}
-	if len(rep.samples) != 5 || strings.Count(out.String(), " rss ") != 5 {
-		t.Errorf("%d samples, want 5, one printed each second", len(rep.samples))
+	if len(rep.samples) != 3 || strings.Count(out.String(), " rss ") != 3 {
+		t.Errorf("%d samples, want 3, one printed each second", len(rep.samples))
 	}
 	for _, s := range rep.samples {
 		if s.rss <= 0 || s.goroutines <= 0 || s.fds <= 0 || s.p50 <= 0 || s.p99 < s.p50 {

@@ -143,7 +143,7 @@ func TestDashboardAndAlertsAgainstPrometheus(t *testing.T) {
 	// the error ratio still says 0.
 	legacy := lazySeriesTarget()
 	defer legacy.Close()
-	promCfg := fmt.Sprintf("global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files: [%q]\nscrape_configs:\n  - job_name: sampled\n    static_configs:\n      - targets: [%q]\n"+
+	promCfg := fmt.Sprintf("global:\n  scrape_interval: 250ms\n  evaluation_interval: 250ms\nrule_files: [%q]\nscrape_configs:\n  - job_name: sampled\n    static_configs:\n      - targets: [%q]\n"+
 		"  - job_name: lazy\n    static_configs:\n      - targets: [%q]\n",
 		filepath.Join(dir, "alerts.yml"), target, strings.TrimPrefix(legacy.URL, "http://"))
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(promCfg), 0o600); err != nil {
