@@ -127,20 +127,26 @@ func sampledChild(ctx context.Context, upstream, otlp string, stdin io.Reader, s
 		return err
 	}
 	defer devNull.Close()
-	env := map[string]string{"SAMPLING_PROVIDER": "openai", "SAMPLING_ENDPOINT": upstream + "/v1", "SAMPLING_MODEL": "gpt-4o-mini"}
-	cfg, err := config.Load(func(k string) string { return env[k] }, nil)
-	if err != nil {
-		return err
-	}
-	// The memory phase holds more requests in flight than the default cap
-	// (limits.inFlightSamples) admits; an operator raises it the same way.
-	cfg.Limits.InFlightSamples = 4096
-	a, err := app.New(ctx, app.Options{Config: cfg, Logger: slog.New(slog.NewJSONHandler(devNull, nil))})
+	a, err := newSampled(ctx, upstream, devNull)
 	if err != nil {
 		return err
 	}
 	defer a.Close()
 	return serveChild(ctx, serverLikeCmdServer(ctx, a.Handler), stdin, stdout)
+}
+
+// newSampled assembles sampled as the measurement runs it: the OpenAI
+// fake at upstream, every request's log line written to logs.
+func newSampled(ctx context.Context, upstream string, logs io.Writer) (*app.App, error) {
+	env := map[string]string{"SAMPLING_PROVIDER": "openai", "SAMPLING_ENDPOINT": upstream + "/v1", "SAMPLING_MODEL": "gpt-4o-mini"}
+	cfg, err := config.Load(func(k string) string { return env[k] }, nil)
+	if err != nil {
+		return nil, err
+	}
+	// The memory phase holds more requests in flight than the default cap
+	// (limits.inFlightSamples) admits; an operator raises it the same way.
+	cfg.Limits.InFlightSamples = 4096
+	return app.New(ctx, app.Options{Config: cfg, Logger: slog.New(slog.NewJSONHandler(logs, nil))})
 }
 
 // serveChild serves srv on a loopback port and prints "listening URL".
