@@ -39,7 +39,7 @@ type resultBody struct {
 	Model      string              `json:"model"`
 	Provider   string              `json:"provider"`
 	Role       sampler.Role        `json:"role"`
-	Content    []sampler.Content   `json:"content"`
+	Content    any                 `json:"content"` // answerContent
 	Text       string              `json:"text"`
 	StopReason string              `json:"stopReason,omitempty"`
 	Usage      sampler.Usage       `json:"usage"`
@@ -54,9 +54,22 @@ func newResultBody(res *sampler.Result) *resultBody {
 	if res == nil {
 		return nil
 	}
-	return &resultBody{Model: res.Model, Provider: res.Provider, Role: res.Role, Content: res.Content, Text: res.Text,
+	return &resultBody{Model: res.Model, Provider: res.Provider, Role: res.Role, Content: answerContent(res.Content), Text: res.Text,
 		StopReason: res.StopReason, Usage: res.Usage, Attempts: res.Attempts, DurationMs: res.Duration.Milliseconds(),
 		Parsed: res.Parsed, ParseError: res.ParseError, ToolCalls: res.ToolCalls}
+}
+
+// answerContent is an answer's blocks as a body holds them: in their wire
+// form (sampler.WireBlocks), which encoding/json writes without reading it
+// again, or as they are when one keeps members of its own.
+func answerContent(blocks []sampler.Content) any {
+	if blocks == nil {
+		return blocks
+	}
+	if w := sampler.WireBlocks(blocks); w != nil {
+		return w
+	}
+	return blocks
 }
 
 // params checks the body's own rules and converts it for the domain.

@@ -166,7 +166,32 @@ func (c *Content) setExtra(k string, v json.RawMessage) {
 // MarshalJSON encodes the block with the members its type requires, then
 // the members kept in Extra.
 func (c Content) MarshalJSON() ([]byte, error) {
-	w := blockWire{Type: c.Type, Annotations: c.Annotations, Meta: c.Meta}
+	b, err := json.Marshal(c.wire())
+	if err != nil || len(c.Extra) == 0 {
+		return b, err
+	}
+	return withExtra(b, c.Extra)
+}
+
+// WireBlocks returns blocks in the form MarshalJSON writes them, for an
+// encoder to write as they are: encoding/json reads again and compacts
+// what a MarshalJSON returns. The wire blocks point into blocks. It
+// returns nil when a block keeps members outside the model (Extra), which
+// only MarshalJSON writes.
+func WireBlocks(blocks []Content) []BlockWire {
+	out := make([]BlockWire, len(blocks))
+	for i := range blocks {
+		if len(blocks[i].Extra) > 0 {
+			return nil
+		}
+		out[i] = blocks[i].wire()
+	}
+	return out
+}
+
+// wire is c without its Extra, as it is written.
+func (c *Content) wire() BlockWire {
+	w := BlockWire{Type: c.Type, Annotations: c.Annotations, Meta: c.Meta}
 	switch c.Type {
 	case BlockText:
 		w.Text = &c.Text
@@ -187,11 +212,7 @@ func (c Content) MarshalJSON() ([]byte, error) {
 		// string members only when set.
 		w.Text, w.Data, w.MIMEType, w.ID, w.Name = ifSet(&c.Text), ifSet(&c.Data), ifSet(&c.MIMEType), ifSet(&c.ID), ifSet(&c.Name)
 	}
-	b, err := json.Marshal(w)
-	if err != nil || len(c.Extra) == 0 {
-		return b, err
-	}
-	return withExtra(b, c.Extra)
+	return w
 }
 
 // ifSet returns s, or nil when *s is empty.
@@ -202,8 +223,9 @@ func ifSet(s *string) *string {
 	return s
 }
 
-// blockWire is a content block as it is written: nil members are left out.
-type blockWire struct {
+// BlockWire is a content block as it is written: nil members are left
+// out.
+type BlockWire struct {
 	Type              string          `json:"type"`
 	Text              *string         `json:"text,omitempty"`
 	Data              *string         `json:"data,omitempty"`

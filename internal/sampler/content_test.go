@@ -2,6 +2,8 @@ package sampler
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 )
 
@@ -67,5 +69,54 @@ func TestUsageCostReadsAsDecimal(t *testing.T) {
 	}
 	if want := `{"inputTokens":0,"outputTokens":0,"costUsd":0.0000925}`; string(b) != want {
 		t.Errorf("usage %s, want %s", b, want)
+	}
+}
+
+// TestWireBlocksEncodeAsMarshalJSON: the blocks of every official example
+// message, and one of each other kind, encode in their wire form exactly
+// as MarshalJSON encodes them; a block with members of its own has none.
+func TestWireBlocksEncodeAsMarshalJSON(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join(mcpRef, "examples", "SamplingMessage", "*.json"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no examples found: %v", err)
+	}
+	isErr := true
+	blocks := []Content{
+		TextBlock(`<"quoted" & escaped>`),
+		{Type: BlockImage, Data: "aGk=", MIMEType: "image/png", Annotations: json.RawMessage(`{"priority":1}`)},
+		{Type: BlockToolUse, ID: "c1", Name: "f"},
+		{Type: BlockToolResult, ToolUseID: "c1", IsError: &isErr, StructuredContent: json.RawMessage(`{"a":1}`)},
+		{Type: BlockResourceLink, Name: "doc", Meta: json.RawMessage(`{"k":"v"}`)},
+	}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m Message
+		if err := json.Unmarshal(b, &m); err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		blocks = append(blocks, m.Content...)
+	}
+	for i, c := range blocks {
+		if len(c.Extra) > 0 {
+			continue
+		}
+		want, err := json.Marshal([]Content{c})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := json.Marshal(WireBlocks(blocks[i : i+1]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("block %d: wire form %s, MarshalJSON %s", i, got, want)
+		}
+	}
+	withExtra := []Content{TextBlock("a"), {Type: BlockText, Text: "b", Extra: map[string]json.RawMessage{"x": json.RawMessage(`1`)}}}
+	if w := WireBlocks(withExtra); w != nil {
+		t.Errorf("WireBlocks of a block with Extra = %v, want nil", w)
 	}
 }
