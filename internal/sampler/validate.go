@@ -51,8 +51,33 @@ func checkRequest(p *Params, schemas *SchemaCache) []FieldError {
 			errs = append(errs, fieldErrors(err)...)
 		}
 	}
+	var names map[string]bool
+	if len(p.Tools) > 0 {
+		names = checkTools(p.Tools, schemas, &errs, add)
+	}
+	if tc := p.ToolChoice; tc != nil {
+		switch tc.Mode {
+		case "", ToolChoiceAuto, ToolChoiceRequired, ToolChoiceNone:
+		case ToolChoiceTool:
+			if !names[tc.Name] {
+				add("/toolChoice/name", "toolChoice names tool %q, which is not declared in tools", tc.Name)
+			}
+		default:
+			add("/toolChoice/mode", "mode must be one of auto, required, none, tool")
+		}
+		if len(p.Tools) == 0 && tc.Mode != "" && tc.Mode != ToolChoiceAuto && tc.Mode != ToolChoiceNone {
+			add("/toolChoice", "toolChoice %q needs tools", tc.Mode)
+		}
+	}
+	return errs
+}
+
+// checkTools checks the declared tools, as checkRequest says, adding the
+// errors of their schemas to errs, and returns their names. It is a
+// function of its own so that a request without tools keeps a small stack.
+func checkTools(tools []Tool, schemas *SchemaCache, errs *[]FieldError, add func(path, format string, args ...any)) map[string]bool {
 	names := map[string]bool{}
-	for i, t := range p.Tools {
+	for i, t := range tools {
 		at := fmt.Sprintf("/tools/%d", i)
 		switch {
 		case t.Name == "":
@@ -84,24 +109,10 @@ func checkRequest(p *Params, schemas *SchemaCache) []FieldError {
 			continue
 		}
 		if _, err := schemas.Compile(t.InputSchema, at+"/inputSchema"); err != nil {
-			errs = append(errs, fieldErrors(err)...)
+			*errs = append(*errs, fieldErrors(err)...)
 		}
 	}
-	if tc := p.ToolChoice; tc != nil {
-		switch tc.Mode {
-		case "", ToolChoiceAuto, ToolChoiceRequired, ToolChoiceNone:
-		case ToolChoiceTool:
-			if !names[tc.Name] {
-				add("/toolChoice/name", "toolChoice names tool %q, which is not declared in tools", tc.Name)
-			}
-		default:
-			add("/toolChoice/mode", "mode must be one of auto, required, none, tool")
-		}
-		if len(p.Tools) == 0 && tc.Mode != "" && tc.Mode != ToolChoiceAuto && tc.Mode != ToolChoiceNone {
-			add("/toolChoice", "toolChoice %q needs tools", tc.Mode)
-		}
-	}
-	return errs
+	return names
 }
 
 // checkMessages enforces MCP's message rules: roles and block types per
@@ -109,7 +120,8 @@ func checkRequest(p *Params, schemas *SchemaCache) []FieldError {
 // every tool_use of an assistant message is answered by a tool_result in the
 // next user message.
 func checkMessages(msgs []Message, add func(path, format string, args ...any)) {
-	for i, m := range msgs {
+	for i := range msgs {
+		m := &msgs[i]
 		if m.Role != RoleUser && m.Role != RoleAssistant {
 			add(messagePath(i)+"/role", "role must be user or assistant")
 			continue
@@ -118,84 +130,107 @@ func checkMessages(msgs []Message, add func(path, format string, args ...any)) {
 			add(messagePath(i)+"/content", "content must hold at least one block")
 			continue
 		}
-		results := 0
-		asked := map[string]bool{}
-		ids := map[string]bool{}
-		if i > 0 && msgs[i-1].Role == RoleAssistant {
-			for _, c := range msgs[i-1].Content {
-				if c.Type == BlockToolUse {
-					asked[c.ID] = true
-				}
+		// Text alone has no rule of its own. The checks of other blocks
+		// are a function of their own, so that a text request's stack
+		// stays small (a deeper one grows and is copied anew after every
+		// garbage collection).
+		if !allText(m.Content) {
+			checkBlocks(msgs, i, add)
+		}
+	}
+}
+
+// allText tells whether every block is text.
+func allText(blocks []Content) bool {
+	for i := range blocks {
+		if blocks[i].Type != BlockText {
+			return false
+		}
+	}
+	return true
+}
+
+// checkBlocks checks the blocks of message i of msgs, which are not all
+// text, as checkMessages says.
+func checkBlocks(msgs []Message, i int, add func(path, format string, args ...any)) {
+	m := msgs[i]
+	results := 0
+	asked := map[string]bool{}
+	ids := map[string]bool{}
+	if i > 0 && msgs[i-1].Role == RoleAssistant {
+		for _, c := range msgs[i-1].Content {
+			if c.Type == BlockToolUse {
+				asked[c.ID] = true
 			}
 		}
-		for j, c := range m.Content {
-			switch c.Type {
-			case BlockText:
-			case BlockImage, BlockAudio:
-				if c.Data == "" || c.MIMEType == "" {
-					add(blockPath(i, m, j), "%s blocks need data and mimeType", c.Type)
-					break
-				}
-				// A provider would refuse them, and its 400 would reach the
-				// client as a 502.
-				if mt, _, err := mime.ParseMediaType(c.MIMEType); err != nil || !strings.HasPrefix(mt, c.Type+"/") {
-					add(blockPath(i, m, j)+"/mimeType", "%q is not an %s media type (%s/...)", c.MIMEType, c.Type, c.Type)
-				}
-				if _, err := base64.StdEncoding.DecodeString(c.Data); err != nil {
-					add(blockPath(i, m, j)+"/data", "data must be base64 (RFC 4648 with padding): %v", err)
-				}
-			case BlockToolUse:
-				if m.Role != RoleAssistant {
-					add(blockPath(i, m, j), "tool_use blocks belong in assistant messages")
-				}
-				if c.ID == "" || c.Name == "" {
-					add(blockPath(i, m, j), "tool_use blocks need id and name")
-				}
-				if len(c.Input) > 0 && c.Input[0] != '{' {
-					add(blockPath(i, m, j)+"/input", "input must be an object")
-				}
-				if c.ID != "" && ids[c.ID] {
-					add(blockPath(i, m, j)+"/id", "tool_use id %q is used twice in this message", c.ID)
-				}
-				ids[c.ID] = true
-			case BlockToolResult:
-				results++
-				if m.Role != RoleUser {
-					add(blockPath(i, m, j), "tool_result blocks belong in user messages")
-				}
-				if c.ToolUseID == "" {
-					add(blockPath(i, m, j)+"/toolUseId", "toolUseId is required")
-				} else if !asked[c.ToolUseID] {
-					add(blockPath(i, m, j)+"/toolUseId", "tool_result %q answers no tool_use of the previous assistant message", c.ToolUseID)
-				}
-			default:
-				add(blockPath(i, m, j)+"/type", "unknown content block type %q", c.Type)
+	}
+	for j, c := range m.Content {
+		switch c.Type {
+		case BlockText:
+		case BlockImage, BlockAudio:
+			if c.Data == "" || c.MIMEType == "" {
+				add(blockPath(i, m, j), "%s blocks need data and mimeType", c.Type)
+				break
+			}
+			// A provider would refuse them, and its 400 would reach the
+			// client as a 502.
+			if mt, _, err := mime.ParseMediaType(c.MIMEType); err != nil || !strings.HasPrefix(mt, c.Type+"/") {
+				add(blockPath(i, m, j)+"/mimeType", "%q is not an %s media type (%s/...)", c.MIMEType, c.Type, c.Type)
+			}
+			if _, err := base64.StdEncoding.DecodeString(c.Data); err != nil {
+				add(blockPath(i, m, j)+"/data", "data must be base64 (RFC 4648 with padding): %v", err)
+			}
+		case BlockToolUse:
+			if m.Role != RoleAssistant {
+				add(blockPath(i, m, j), "tool_use blocks belong in assistant messages")
+			}
+			if c.ID == "" || c.Name == "" {
+				add(blockPath(i, m, j), "tool_use blocks need id and name")
+			}
+			if len(c.Input) > 0 && c.Input[0] != '{' {
+				add(blockPath(i, m, j)+"/input", "input must be an object")
+			}
+			if c.ID != "" && ids[c.ID] {
+				add(blockPath(i, m, j)+"/id", "tool_use id %q is used twice in this message", c.ID)
+			}
+			ids[c.ID] = true
+		case BlockToolResult:
+			results++
+			if m.Role != RoleUser {
+				add(blockPath(i, m, j), "tool_result blocks belong in user messages")
+			}
+			if c.ToolUseID == "" {
+				add(blockPath(i, m, j)+"/toolUseId", "toolUseId is required")
+			} else if !asked[c.ToolUseID] {
+				add(blockPath(i, m, j)+"/toolUseId", "tool_result %q answers no tool_use of the previous assistant message", c.ToolUseID)
+			}
+		default:
+			add(blockPath(i, m, j)+"/type", "unknown content block type %q", c.Type)
+		}
+	}
+	if results > 0 && results != len(m.Content) {
+		add(messagePath(i)+"/content", "a user message holding tool_result blocks must hold nothing else")
+	}
+	if m.Role != RoleAssistant {
+		return
+	}
+	var answered map[string]bool
+	if i+1 < len(msgs) && msgs[i+1].Role == RoleUser {
+		answered = map[string]bool{}
+		for _, c := range msgs[i+1].Content {
+			if c.Type == BlockToolResult {
+				answered[c.ToolUseID] = true
 			}
 		}
-		if results > 0 && results != len(m.Content) {
-			add(messagePath(i)+"/content", "a user message holding tool_result blocks must hold nothing else")
-		}
-		if m.Role != RoleAssistant {
+	}
+	for j, c := range m.Content {
+		if c.Type != BlockToolUse || c.ID == "" || answered[c.ID] {
 			continue
 		}
-		var answered map[string]bool
-		if i+1 < len(msgs) && msgs[i+1].Role == RoleUser {
-			answered = map[string]bool{}
-			for _, c := range msgs[i+1].Content {
-				if c.Type == BlockToolResult {
-					answered[c.ToolUseID] = true
-				}
-			}
-		}
-		for j, c := range m.Content {
-			if c.Type != BlockToolUse || c.ID == "" || answered[c.ID] {
-				continue
-			}
-			if i+1 == len(msgs) {
-				add(blockPath(i, m, j), "tool_use %q is the last message; answer it with a tool_result in a user message", c.ID)
-			} else {
-				add(blockPath(i, m, j), "tool_use %q is not answered by a tool_result in the next user message", c.ID)
-			}
+		if i+1 == len(msgs) {
+			add(blockPath(i, m, j), "tool_use %q is the last message; answer it with a tool_result in a user message", c.ID)
+		} else {
+			add(blockPath(i, m, j), "tool_use %q is not answered by a tool_result in the next user message", c.ID)
 		}
 	}
 }

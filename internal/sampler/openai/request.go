@@ -41,9 +41,9 @@ func (p *Provider) encodeRequest(req *sampler.Request, stream bool) ([]byte, err
 	if req.SystemPrompt != "" {
 		cr.Messages = append(cr.Messages, chat.Message{Role: chat.RoleSystem, Content: chat.Content{Text: &req.SystemPrompt}})
 	}
-	for i, m := range req.Messages {
+	for i := range req.Messages {
 		var err error
-		if cr.Messages, err = p.appendMessage(cr.Messages, i, m); err != nil {
+		if cr.Messages, err = p.appendMessage(cr.Messages, i, &req.Messages[i]); err != nil {
 			return nil, err
 		}
 	}
@@ -91,43 +91,56 @@ func (p *Provider) encodeRequest(req *sampler.Request, stream bool) ([]byte, err
 // user message becomes one "tool" message per tool_result followed by a
 // user message with the other blocks, if any; an assistant message becomes
 // one assistant message with its text and tool calls.
-func (p *Provider) appendMessage(out []chat.Message, i int, m sampler.Message) ([]chat.Message, error) {
-	at := func(j int) string { return fmt.Sprintf("/messages/%d/content/%d", i, j) }
-	if m.Role == sampler.RoleAssistant {
-		var texts []string
-		var calls []chat.ToolCall
-		for j, c := range m.Content {
-			switch c.Type {
-			case sampler.BlockText:
-				texts = append(texts, c.Text)
-			case sampler.BlockToolUse:
-				args := "{}"
-				if len(c.Input) > 0 {
-					args = string(sampler.CompactJSON(c.Input))
-				}
-				calls = append(calls, chat.ToolCall{ID: c.ID, Type: chat.TypeFunction,
-					Function: chat.FunctionCall{Name: c.Name, Arguments: args}})
-			default:
-				return nil, sampler.Invalid(at(j), "provider %s does not accept %s content in assistant messages", p.name, c.Type)
-			}
-		}
-		msg := chat.Message{Role: chat.RoleAssistant, ToolCalls: calls}
-		switch {
-		case len(calls) > 0 && strings.Join(texts, "") == "":
-			// content null: the message only calls tools.
-		case len(texts) == 0:
-			msg.Content = chat.Text("")
-		case len(texts) == 1:
-			msg.Content = chat.Text(texts[0])
-		default:
-			msg.Content = chat.Content{Parts: textParts(texts)}
-		}
-		return append(out, msg), nil
-	}
-	if len(m.Content) == 1 && m.Content[0].Type == sampler.BlockText {
-		// The common case, without a part to build or a string to copy.
+func (p *Provider) appendMessage(out []chat.Message, i int, m *sampler.Message) ([]chat.Message, error) {
+	switch {
+	case m.Role == sampler.RoleAssistant:
+		return p.appendAssistant(out, i, m)
+	case len(m.Content) == 1 && m.Content[0].Type == sampler.BlockText:
+		// The common case, without a part to build or a string to copy,
+		// and on a small stack: the other cases are functions of their own.
 		return append(out, chat.Message{Role: chat.RoleUser, Content: chat.Content{Text: &m.Content[0].Text}}), nil
 	}
+	return p.appendUser(out, i, m)
+}
+
+// contentPath is the JSON Pointer of block j of message i.
+func contentPath(i, j int) string { return fmt.Sprintf("/messages/%d/content/%d", i, j) }
+
+// appendAssistant appends assistant message i as appendMessage says.
+func (p *Provider) appendAssistant(out []chat.Message, i int, m *sampler.Message) ([]chat.Message, error) {
+	var texts []string
+	var calls []chat.ToolCall
+	for j, c := range m.Content {
+		switch c.Type {
+		case sampler.BlockText:
+			texts = append(texts, c.Text)
+		case sampler.BlockToolUse:
+			args := "{}"
+			if len(c.Input) > 0 {
+				args = string(sampler.CompactJSON(c.Input))
+			}
+			calls = append(calls, chat.ToolCall{ID: c.ID, Type: chat.TypeFunction,
+				Function: chat.FunctionCall{Name: c.Name, Arguments: args}})
+		default:
+			return nil, sampler.Invalid(contentPath(i, j), "provider %s does not accept %s content in assistant messages", p.name, c.Type)
+		}
+	}
+	msg := chat.Message{Role: chat.RoleAssistant, ToolCalls: calls}
+	switch {
+	case len(calls) > 0 && strings.Join(texts, "") == "":
+		// content null: the message only calls tools.
+	case len(texts) == 0:
+		msg.Content = chat.Text("")
+	case len(texts) == 1:
+		msg.Content = chat.Text(texts[0])
+	default:
+		msg.Content = chat.Content{Parts: textParts(texts)}
+	}
+	return append(out, msg), nil
+}
+
+// appendUser appends user message i as appendMessage says.
+func (p *Provider) appendUser(out []chat.Message, i int, m *sampler.Message) ([]chat.Message, error) {
 	var parts []chat.Part
 	for j, c := range m.Content {
 		switch c.Type {
@@ -142,11 +155,11 @@ func (p *Provider) appendMessage(out []chat.Message, i int, m sampler.Message) (
 		case sampler.BlockAudio:
 			format := audioFormat(c.MIMEType)
 			if format == "" {
-				return nil, sampler.Invalid(at(j), "provider %s does not accept audio of type %s", p.name, c.MIMEType)
+				return nil, sampler.Invalid(contentPath(i, j), "provider %s does not accept audio of type %s", p.name, c.MIMEType)
 			}
 			parts = append(parts, chat.Part{Type: chat.PartInputAudio, InputAudio: &chat.InputAudio{Data: c.Data, Format: format}})
 		default:
-			return nil, sampler.Invalid(at(j), "provider %s does not accept %s content in user messages", p.name, c.Type)
+			return nil, sampler.Invalid(contentPath(i, j), "provider %s does not accept %s content in user messages", p.name, c.Type)
 		}
 	}
 	switch {
