@@ -67,6 +67,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	side := fs.Bool("side", false, "measure sampled side by side with the floor gateway, each in its own process")
 	tracing := fs.Bool("trace", false, "measure sampled with tracing on (exporting to a local OTLP receiver) beside tracing off")
+	traceFloor := fs.Bool("trace-floor", false, "with -trace, measure the floor gateway instead, tracing as sampled does by the least code")
 	n := fs.Int("n", 5000, "requests to each side per c=1 latency measurement, the sides' requests interleaved")
 	c := fs.Int("c", 64, "concurrency of the throughput measurement")
 	d := fs.Duration("d", 10*time.Second, "duration of the throughput measurement")
@@ -111,7 +112,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 		if *rounds < 1 || *n < 1 || *c < 1 || *d <= 0 {
 			return errors.New("-trace needs -rounds, -n, -c and -d positive")
 		}
-		return runTrace(ctx, sideOptions{rounds: *rounds, n: *n, c: *c, d: *d, cpuprofile: *cpuprofile}, stdout)
+		return runTrace(ctx, sideOptions{rounds: *rounds, n: *n, c: *c, d: *d, cpuprofile: *cpuprofile, floor: *traceFloor}, stdout)
 	case *side:
 		if *rounds < 1 || *n < 1 || *c < 1 || *d <= 0 || *inflight < 1 {
 			return errors.New("-side needs -rounds, -n, -c, -d and -inflight positive")

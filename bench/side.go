@@ -28,6 +28,7 @@ type sideOptions struct {
 	inflight   int           // requests held in flight for the memory measurement
 	delay      time.Duration // how long the slow upstream waits
 	cpuprofile string        // base name of the CPU profiles; "" takes none
+	floor      bool          // -trace: measure the floor gateway, not sampled
 }
 
 // sideSchema is the schema of schema mode: three properties, all required.

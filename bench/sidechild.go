@@ -73,6 +73,14 @@ func sideChild(ctx context.Context, args []string, stdin io.Reader, stdout io.Wr
 		if *upstream == "" {
 			return errors.New("-upstream is required")
 		}
+		if *otlp != "" {
+			stop, err := startTracing(ctx, *otlp)
+			if err != nil {
+				return err
+			}
+			defer func() { _ = stop(context.WithoutCancel(ctx)) }()
+			return serveChild(ctx, serverLikeCmdServer(ctx, newTracedFloor(*upstream+"/v1/chat/completions")), stdin, stdout)
+		}
 		return serveChild(ctx, serverLikeCmdServer(ctx, newFloorGateway(*upstream+"/v1/chat/completions")), stdin, stdout)
 	case subSampled:
 		if *upstream == "" {
@@ -110,13 +118,7 @@ func serverLikeCmdServer(ctx context.Context, h http.Handler) *http.Server {
 // request's log line to /dev/null so that its cost is counted.
 func sampledChild(ctx context.Context, upstream, otlp string, stdin io.Reader, stdout io.Writer) error {
 	if otlp != "" {
-		// Tracing on, as cmd/server turns it on.
-		stop, err := telemetry.Setup(ctx, func(k string) string {
-			if k == telemetry.EnvEndpoint {
-				return otlp
-			}
-			return ""
-		}, "bench")
+		stop, err := startTracing(ctx, otlp)
 		if err != nil {
 			return err
 		}
@@ -133,6 +135,17 @@ func sampledChild(ctx context.Context, upstream, otlp string, stdin io.Reader, s
 	}
 	defer a.Close()
 	return serveChild(ctx, serverLikeCmdServer(ctx, a.Handler), stdin, stdout)
+}
+
+// startTracing turns tracing on, as cmd/server does, exporting to the
+// OTLP/HTTP receiver at otlp.
+func startTracing(ctx context.Context, otlp string) (stop func(context.Context) error, err error) {
+	return telemetry.Setup(ctx, func(k string) string {
+		if k == telemetry.EnvEndpoint {
+			return otlp
+		}
+		return ""
+	}, "bench")
 }
 
 // newSampled assembles sampled as the measurement runs it: the OpenAI

@@ -9,6 +9,12 @@ import (
 	"strconv"
 	"sync/atomic"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/sampled/sampled/internal/telemetry"
 )
 
 // subOTLP is the local OTLP/HTTP receiver of the tracing measurement: it
@@ -55,9 +61,13 @@ func runTrace(ctx context.Context, o sideOptions, stdout io.Writer) error {
 		return err
 	}
 	defer sink.stop()
+	gw, name := subSampled, "sampled"
+	if o.floor {
+		gw, name = subFloor, "the floor gateway"
+	}
 	gateways := map[string]*child{}
 	for side, args := range map[string][]string{traceOff: nil, traceOn: {"-otlp", sink.url}} {
-		g, err := startChild(ctx, append([]string{subSampled, "-upstream", fake.url}, args...)...)
+		g, err := startChild(ctx, append([]string{gw, "-upstream", fake.url}, args...)...)
 		if err != nil {
 			return err
 		}
@@ -66,7 +76,7 @@ func runTrace(ctx context.Context, o sideOptions, stdout io.Writer) error {
 	}
 	url := func(side string) string { return gateways[side].url + "/v1/sample" }
 
-	fmt.Fprintf(stdout, "tracing: sampled with tracing off and on (every span exported to a local OTLP receiver), each in its own process\n")
+	fmt.Fprintf(stdout, "tracing: %s with tracing off and on (every span exported to a local OTLP receiver), each in its own process\n", name)
 	fmt.Fprintf(stdout, "%d rounds; c=1 latency over %d requests to each side, interleaved, c=%d throughput for %s\n", o.rounds, o.n, o.c, o.d)
 	for _, m := range modes {
 		for _, side := range []string{traceOff, traceOn} {
@@ -164,4 +174,36 @@ func httpGetText(ctx context.Context, url string) (string, error) {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	return string(b), err
+}
+
+// newTracedFloor is the floor with the spans sampled makes for a plain
+// request, by the least code: the HTTP request's server span, and the chat
+// call's client span with the call's trace context in its headers, each
+// with sampled's attribute keys. The values the floor does not read from
+// the reply (response model, finish reason, tokens, cost) are constants;
+// a span costs the same whatever its values. Tracing must be on.
+func newTracedFloor(chatURL string) http.Handler {
+	f := newFloorGateway(chatURL)
+	f.client.Transport = chatSpans{telemetry.Transport(f.client.Transport)}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, span := telemetry.Start(telemetry.Extract(r.Context(), r.Header), r.Method, trace.SpanKindServer,
+			semconv.HTTPRequestMethodKey.String(r.Method))
+		f.ServeHTTP(w, r.WithContext(ctx))
+		span.SetName(r.Method + " " + r.URL.Path)
+		span.SetAttributes(semconv.HTTPRoute(r.URL.Path), semconv.HTTPResponseStatusCode(http.StatusOK))
+		span.End()
+	})
+}
+
+// chatSpans wraps each upstream call in a chat span.
+type chatSpans struct{ next http.RoundTripper }
+
+func (c chatSpans) RoundTrip(req *http.Request) (*http.Response, error) {
+	ctx, span := telemetry.Start(req.Context(), "chat gpt-4o-mini", trace.SpanKindClient, semconv.GenAIOperationNameChat,
+		semconv.GenAIProviderNameKey.String("openai"), semconv.GenAIRequestModel("gpt-4o-mini"), semconv.GenAIRequestMaxTokens(100))
+	defer span.End()
+	resp, err := c.next.RoundTrip(req.WithContext(ctx))
+	span.SetAttributes(semconv.GenAIResponseModel("gpt-4o-mini"), semconv.GenAIResponseFinishReasons("stop"),
+		semconv.GenAIUsageInputTokens(14), semconv.GenAIUsageOutputTokens(7), attribute.Float64("sampled.cost_usd", 0))
+	return resp, err
 }
