@@ -19,7 +19,7 @@ func TestTrace(t *testing.T) {
 	summary := regexp.MustCompile(`(?m)^(plain|schema) +CPU/request off [0-9.]+µs on [0-9.]+µs: ×[0-9.]+; c=4 req/s ×[0-9.]+; c=1 p50 [+-][0-9]+µs$`)
 	for _, floor := range []bool{false, true} {
 		var out bytes.Buffer
-		o := sideOptions{rounds: 1, n: 20, c: 4, d: 200 * time.Millisecond, floor: floor}
+		o := sideOptions{rounds: 1, n: 10, c: 4, d: 100 * time.Millisecond, floor: floor}
 		if err := runTrace(t.Context(), o, &out); err != nil {
 			t.Fatalf("floor %v: %v\n%s", floor, err, out.String())
 		}
