@@ -406,7 +406,7 @@ func (r *run) failure(ctx context.Context, err error) (string, string) {
 	}
 	// The caller's own limits (its tokens per minute, its budget) refused
 	// the call: the error says which, and when to retry.
-	if lim := (interface{ Limited() bool })(nil); errors.As(err, &lim) && lim.Limited() {
+	if sampler.Limited(err) {
 		return StatusFailed, err.Error()
 	}
 	var up *sampler.UpstreamError

@@ -70,6 +70,14 @@ const (
 	OutcomeLimited = "limited"
 )
 
+// Limited reports whether err is a refusal by the caller's own limits (its
+// tokens per minute or budget): an error in its chain has Limited() true.
+// No retry and no other model changes it.
+func Limited(err error) bool {
+	l := (interface{ Limited() bool })(nil)
+	return errors.As(err, &l) && l.Limited()
+}
+
 // Outcome says how a sampling request that returned res and err ended, and
 // which configured model ("provider/model") answered or failed; modelID is
 // empty when no model was called. ctx is the request's context.
@@ -83,7 +91,7 @@ func Outcome(ctx context.Context, res *Result, err error) (outcome, modelID stri
 		return OutcomeInvalidRequest, ""
 	}
 	// Only now the targets of errors.As, which escape to the heap.
-	if l := (interface{ Limited() bool })(nil); errors.As(err, &l) && l.Limited() {
+	if Limited(err) {
 		return OutcomeLimited, ""
 	}
 	if ex := (*ExhaustedError)(nil); errors.As(err, &ex) {
