@@ -224,7 +224,7 @@ func (g *Guard) Reserve(ctx context.Context, c *Caller, est Estimate) error {
 		if wait := s.TokensInUse + time.Duration(n)*c.perToken - time.Minute; wait > 0 {
 			return &LimitError{Limit: LimitTokens, RetryAfter: wait, Detail: fmt.Sprintf(
 				"this API key's tokens per minute (%d) would be exceeded: %d in use, and this request may use %d (its maxTokens); retry after %ds",
-				c.tpm, tokensOf(s.TokensInUse, c.perToken), n, seconds(wait))}
+				c.tpm, tokensOf(s.TokensInUse, c.perToken), n, RetrySeconds(wait))}
 		}
 	}
 	est1 := nanoUSD(max(est.USD, 0))
@@ -250,7 +250,7 @@ func (g *Guard) Reserve(ctx context.Context, c *Caller, est Estimate) error {
 		end := w.window(now).End
 		wait := end.Sub(now)
 		refused = &LimitError{Limit: LimitBudget, RetryAfter: wait,
-			Detail: fmt.Sprintf("%s; it renews at %s, retry after %ds", detail, end.Format(time.RFC3339), seconds(wait))}
+			Detail: fmt.Sprintf("%s; it renews at %s, retry after %ds", detail, end.Format(time.RFC3339), RetrySeconds(wait))}
 	}
 	if refused != nil {
 		return refused // the month's when both are: the later renewal
@@ -359,8 +359,9 @@ func tokensOf(inUse, perToken time.Duration) int {
 	return int((inUse + perToken - 1) / perToken)
 }
 
-// seconds is d in whole seconds, rounded up, as Retry-After says it.
-func seconds(d time.Duration) int64 { return int64((d + time.Second - 1) / time.Second) }
+// RetrySeconds is d in whole seconds, rounded up, as Retry-After and the
+// refusals' details give a wait.
+func RetrySeconds(d time.Duration) int64 { return int64((d + time.Second - 1) / time.Second) }
 
 // usd formats billionths of a dollar as dollars, without trailing zeros.
 func usd(nano int64) string {

@@ -150,7 +150,7 @@ func clip(s string, n int) string {
 func (s *server) writeProblem(w http.ResponseWriter, r *http.Request, p Problem) {
 	p.clip(r)
 	if p.retryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(int((p.retryAfter+time.Second-1)/time.Second)))
+		w.Header().Set("Retry-After", strconv.FormatInt(access.RetrySeconds(p.retryAfter), 10))
 	}
 	if strings.HasPrefix(r.URL.Path, openaiPrefix) {
 		writeBody(w, p.Status, jsonMediaType, openaiError(p))

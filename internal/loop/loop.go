@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"slices"
 	"sync"
 	"time"
@@ -368,7 +367,7 @@ func (e *Engine) admit(ctx context.Context, spec *Spec) (release func(), err err
 	if !ok {
 		e.o.Metrics.RateLimited.WithLabelValues(metrics.KeyLabel(c.Name()), metrics.LimitLoops).Inc()
 		return nil, &access.LimitError{Limit: access.LimitLoops, RetryAfter: wait, Detail: fmt.Sprintf(
-			"this API key has as many loops running as it may (its loop limit is reached); retry after %ds", int64(math.Ceil(wait.Seconds())))}
+			"this API key has as many loops running as it may (its loop limit is reached); retry after %ds", access.RetrySeconds(wait))}
 	}
 	spec.Owner = c.Name()
 	return release, nil
