@@ -79,7 +79,7 @@ func endToolSpan(span trace.Span, res *tools.Result, err error) {
 	case err != nil:
 		telemetry.Fail(span, err, "")
 	case res.IsError:
-		telemetry.Fail(span, errors.New("the tool answered isError"), "tool_error")
+		telemetry.FailTool(span)
 	}
 	if telemetry.Content() {
 		if b, err := json.Marshal(res.Content); err == nil {

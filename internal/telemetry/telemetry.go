@@ -10,6 +10,7 @@ package telemetry
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -125,6 +126,13 @@ func Fail(span trace.Span, err error, errType string) {
 	span.SetAttributes(semconv.ErrorTypeKey.String(errType))
 	span.SetStatus(codes.Error, err.Error())
 }
+
+// errToolError is the status of a tool call whose result has isError.
+var errToolError = errors.New("the tool answered isError")
+
+// FailTool marks span failed by a tool result with isError: error.type
+// tool_error.
+func FailTool(span trace.Span) { Fail(span, errToolError, "tool_error") }
 
 // Extract returns ctx with the trace context of an incoming request's
 // headers (traceparent, tracestate, baggage), when it has any.

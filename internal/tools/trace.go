@@ -2,7 +2,6 @@ package tools
 
 import (
 	"context"
-	"errors"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/attribute"
@@ -33,7 +32,7 @@ func endCallSpan(span trace.Span, res *mcp.CallToolResult, err error) {
 	case err != nil:
 		telemetry.Fail(span, err, "")
 	case res != nil && res.IsError:
-		telemetry.Fail(span, errors.New("the tool answered isError"), "tool_error")
+		telemetry.FailTool(span)
 	}
 }
 
