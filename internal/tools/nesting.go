@@ -67,9 +67,15 @@ func WithNestedUsage(ctx context.Context, add func(Nested)) context.Context {
 // the context of about n, when that call is known; otherwise it does
 // nothing.
 func ChargeNested(ctx context.Context, n Nested) {
-	if add, ok := ctx.Value(usageKey{}).(func(Nested)); ok {
+	if add := nestedAdd(ctx); add != nil {
 		add(n)
 	}
+}
+
+// nestedAdd is where ctx's nested sampling is told; nil when nowhere.
+func nestedAdd(ctx context.Context) func(Nested) {
+	add, _ := ctx.Value(usageKey{}).(func(Nested))
+	return add
 }
 
 // sink is a tool call in flight whose nested sampling is told.
@@ -78,8 +84,8 @@ type sink struct{ add func(Nested) }
 // enterSink records, for the length of a call to s under ctx, where its
 // nested sampling is told.
 func (r *Registry) enterSink(ctx context.Context, s *server) func() {
-	add, ok := ctx.Value(usageKey{}).(func(Nested))
-	if !ok {
+	add := nestedAdd(ctx)
+	if add == nil {
 		return func() {}
 	}
 	k := &sink{add}
@@ -100,7 +106,7 @@ func (r *Registry) enterSink(ctx context.Context, s *server) func() {
 // call, so it is told to the one call in flight to s, and to none when
 // several are (which of them caused it cannot be told).
 func (r *Registry) nestedSink(ctx context.Context, s *server) context.Context {
-	if _, ok := ctx.Value(usageKey{}).(func(Nested)); ok {
+	if nestedAdd(ctx) != nil {
 		return ctx
 	}
 	r.mu.Lock()
