@@ -1,11 +1,11 @@
 package handlers
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"strconv"
-	"sync"
+
+	"github.com/sampled/sampled/internal/bufpool"
 )
 
 func (s *server) writeJSON(w http.ResponseWriter, status int, v any) {
@@ -22,8 +22,8 @@ var (
 // sends it: the response is complete, and what the handler and instrument
 // do after it (counting, logging) is off the client's path.
 func writeBody(w http.ResponseWriter, status int, contentType []string, v any) {
-	buf := bodyBuffers.Get().(*bytes.Buffer)
-	defer releaseBody(buf)
+	buf := bodyBuffers.Get()
+	defer bodyBuffers.Put(buf)
 	// Encode, unlike Marshal, writes into the pooled buffer: no copy of
 	// the body is made. Its output is Marshal's and a newline.
 	if err := json.NewEncoder(buf).Encode(v); err != nil {
@@ -40,17 +40,6 @@ func writeBody(w http.ResponseWriter, status int, contentType []string, v any) {
 	_ = http.NewResponseController(w).Flush()
 }
 
-// bodyBuffers holds the *bytes.Buffer that response bodies are encoded
-// into.
-var bodyBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-// maxPooledBody is the largest body buffer kept for reuse, so that one
-// large answer does not stay in memory.
-const maxPooledBody = 64 << 10
-
-func releaseBody(buf *bytes.Buffer) {
-	if buf.Cap() <= maxPooledBody {
-		buf.Reset()
-		bodyBuffers.Put(buf)
-	}
-}
+// bodyBuffers holds the buffers response bodies are encoded into; one
+// past 64 KiB is not kept.
+var bodyBuffers = bufpool.Pool{Max: 64 << 10}

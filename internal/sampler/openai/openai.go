@@ -24,9 +24,9 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
-	"sync"
 	"time"
 
+	"github.com/sampled/sampled/internal/bufpool"
 	"github.com/sampled/sampled/internal/chat"
 	"github.com/sampled/sampled/internal/sampler"
 )
@@ -46,9 +46,6 @@ const (
 	// maxErrorBytes is the most read of an error reply: only its message
 	// is kept.
 	maxErrorBytes = 64 << 10
-	// maxPooledBuffer is the largest reply buffer kept for reuse, so that
-	// one large reply does not stay in memory.
-	maxPooledBuffer = 1 << 20
 )
 
 // Options configure a Provider; zero values mean defaults.
@@ -86,15 +83,19 @@ type Provider struct {
 	redact sampler.Redactor
 	// strict remembers which schemas can be sent with strict:true.
 	strict *strictCache
-	// buffers holds *bytes.Buffer that replies are read into.
-	buffers sync.Pool
+	// buffers holds the buffers replies are read into; one past 1 MiB,
+	// for a large reply, is not kept. The reply's bytes are not
+	// referenced after decoding: json.Unmarshal copies every string it
+	// keeps.
+	buffers bufpool.Pool
 }
 
 var _ sampler.Provider = (*Provider)(nil)
 
 // New returns a Provider configured by o.
 func New(o Options) *Provider {
-	p := &Provider{name: o.Name, client: o.HTTPClient, redact: sampler.NewRedactor(o.APIKey), strict: newStrictCache()}
+	p := &Provider{name: o.Name, client: o.HTTPClient, redact: sampler.NewRedactor(o.APIKey), strict: newStrictCache(),
+		buffers: bufpool.Pool{Max: 1 << 20}}
 	if p.name == "" {
 		p.name = DefaultName
 	}
@@ -167,8 +168,8 @@ func (p *Provider) post(ctx context.Context, body []byte, accept []string) (*htt
 
 // readWhole reads a 2xx reply that holds the whole answer and maps it.
 func (p *Provider) readWhole(ctx context.Context, resp *http.Response) (*sampler.Response, error) {
-	buf := p.buffer()
-	defer p.release(buf)
+	buf := p.buffers.Get()
+	defer p.buffers.Put(buf)
 	if err := readReply(buf, resp); err != nil {
 		if errors.Is(err, sampler.ErrReplyTooLarge) {
 			return nil, &sampler.UpstreamError{Provider: p.name, Status: resp.StatusCode, Message: err.Error()}
@@ -205,23 +206,4 @@ func readReply(buf *bytes.Buffer, resp *http.Response) error {
 	}
 	_, err := buf.ReadFrom(resp.Body)
 	return err
-}
-
-// buffer returns an empty buffer from the provider's pool.
-func (p *Provider) buffer() *bytes.Buffer {
-	if b, ok := p.buffers.Get().(*bytes.Buffer); ok {
-		return b
-	}
-	return new(bytes.Buffer)
-}
-
-// release returns buf to the pool unless it grew too large to keep. The
-// reply's bytes are not referenced after decoding: json.Unmarshal copies
-// every string it keeps.
-func (p *Provider) release(buf *bytes.Buffer) {
-	if buf.Cap() > maxPooledBuffer {
-		return
-	}
-	buf.Reset()
-	p.buffers.Put(buf)
 }
