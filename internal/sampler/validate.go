@@ -13,24 +13,21 @@ import (
 // is called and returns what is wrong; paths are JSON Pointers into the
 // request body.
 func checkRequest(p *Params, schemas *SchemaCache) []FieldError {
-	var errs []FieldError
-	add := func(path, format string, args ...any) {
-		errs = append(errs, FieldError{Path: path, Message: fmt.Sprintf(format, args...)})
-	}
+	var errs fieldErrs
 	if len(p.Messages) == 0 {
-		add("/messages", "at least one message is required")
+		errs.add("/messages", "at least one message is required")
 	}
 	switch {
 	case p.MaxTokens <= 0:
-		add("/maxTokens", "maxTokens must be greater than 0")
+		errs.add("/maxTokens", "maxTokens must be greater than 0")
 	case p.MaxTokens > MaxTokensLimit:
-		add("/maxTokens", "maxTokens must be at most %d", MaxTokensLimit)
+		errs.add("/maxTokens", "maxTokens must be at most %d", MaxTokensLimit)
 	}
 	if p.Temperature != nil && (*p.Temperature < 0 || *p.Temperature > 2) {
-		add("/temperature", "temperature must be between 0 and 2")
+		errs.add("/temperature", "temperature must be between 0 and 2")
 	}
 	if len(p.Metadata) > 0 && !isObject(p.Metadata) {
-		add("/metadata", "metadata must be an object")
+		errs.add("/metadata", "metadata must be an object")
 	}
 	if mp := p.ModelPreferences; mp != nil {
 		for _, pr := range []struct {
@@ -38,14 +35,14 @@ func checkRequest(p *Params, schemas *SchemaCache) []FieldError {
 			v    *float64
 		}{{"costPriority", mp.CostPriority}, {"speedPriority", mp.SpeedPriority}, {"intelligencePriority", mp.IntelligencePriority}} {
 			if pr.v != nil && (*pr.v < 0 || *pr.v > 1) {
-				add("/modelPreferences/"+pr.name, "%s must be between 0 and 1", pr.name)
+				errs.add("/modelPreferences/"+pr.name, "%s must be between 0 and 1", pr.name)
 			}
 		}
 	}
 	if len(p.Schema) > 0 && len(p.Tools) > 0 {
-		add("/tools", "schema and tools are mutually exclusive")
+		errs.add("/tools", "schema and tools are mutually exclusive")
 	}
-	checkMessages(p.Messages, add)
+	checkMessages(p.Messages, &errs)
 	if len(p.Schema) > 0 {
 		if _, err := schemas.Compile(p.Schema, "/schema"); err != nil {
 			errs = append(errs, fieldErrors(err)...)
@@ -53,39 +50,47 @@ func checkRequest(p *Params, schemas *SchemaCache) []FieldError {
 	}
 	var names map[string]bool
 	if len(p.Tools) > 0 {
-		names = checkTools(p.Tools, schemas, &errs, add)
+		names = checkTools(p.Tools, schemas, &errs)
 	}
 	if tc := p.ToolChoice; tc != nil {
 		switch tc.Mode {
 		case "", ToolChoiceAuto, ToolChoiceRequired, ToolChoiceNone:
 		case ToolChoiceTool:
 			if !names[tc.Name] {
-				add("/toolChoice/name", "toolChoice names tool %q, which is not declared in tools", tc.Name)
+				errs.add("/toolChoice/name", "toolChoice names tool %q, which is not declared in tools", tc.Name)
 			}
 		default:
-			add("/toolChoice/mode", "mode must be one of auto, required, none, tool")
+			errs.add("/toolChoice/mode", "mode must be one of auto, required, none, tool")
 		}
 		if len(p.Tools) == 0 && tc.Mode != "" && tc.Mode != ToolChoiceAuto && tc.Mode != ToolChoiceNone {
-			add("/toolChoice", "toolChoice %q needs tools", tc.Mode)
+			errs.add("/toolChoice", "toolChoice %q needs tools", tc.Mode)
 		}
 	}
 	return errs
 }
 
-// checkTools checks the declared tools, as checkRequest says, adding the
-// errors of their schemas to errs, and returns their names. It is a
-// function of its own so that a request without tools keeps a small stack.
-func checkTools(tools []Tool, schemas *SchemaCache, errs *[]FieldError, add func(path, format string, args ...any)) map[string]bool {
+// fieldErrs collects the errors of a request's checks.
+type fieldErrs []FieldError
+
+// add adds the error at path, its message formatted as fmt.Sprintf does.
+func (e *fieldErrs) add(path, format string, args ...any) {
+	*e = append(*e, FieldError{Path: path, Message: fmt.Sprintf(format, args...)})
+}
+
+// checkTools checks the declared tools, as checkRequest says, adding
+// their errors to errs, and returns their names. It is a function of its
+// own so that a request without tools keeps a small stack.
+func checkTools(tools []Tool, schemas *SchemaCache, errs *fieldErrs) map[string]bool {
 	names := map[string]bool{}
 	for i, t := range tools {
 		at := fmt.Sprintf("/tools/%d", i)
 		switch {
 		case t.Name == "":
-			add(at+"/name", "tool name is required")
+			errs.add(at+"/name", "tool name is required")
 		case !toolName(t.Name):
-			add(at+"/name", badToolName, MaxToolNameLen)
+			errs.add(at+"/name", badToolName, MaxToolNameLen)
 		case names[t.Name]:
-			add(at+"/name", "tool %q is declared twice", t.Name)
+			errs.add(at+"/name", "tool %q is declared twice", t.Name)
 		}
 		names[t.Name] = true
 		for _, m := range []struct {
@@ -94,18 +99,18 @@ func checkTools(tools []Tool, schemas *SchemaCache, errs *[]FieldError, add func
 		}{{"outputSchema", "object", t.OutputSchema}, {"annotations", "object", t.Annotations}, {"icons", "array", t.Icons},
 			{"execution", "object", t.Execution}, {"_meta", "object", t.Meta}} {
 			if m.v != nil && !jsonKindIs(m.v, m.kind) {
-				add(at+"/"+m.name, "%s must be %s", m.name, kindName(m.kind))
+				errs.add(at+"/"+m.name, "%s must be %s", m.name, kindName(m.kind))
 			}
 		}
 		if len(t.InputSchema) == 0 {
-			add(at+"/inputSchema", "inputSchema is required")
+			errs.add(at+"/inputSchema", "inputSchema is required")
 			continue
 		}
 		var head struct {
 			Type any `json:"type"`
 		}
 		if json.Unmarshal(t.InputSchema, &head) != nil || head.Type != "object" {
-			add(at+"/inputSchema/type", `inputSchema must be an object schema ("type": "object")`)
+			errs.add(at+"/inputSchema/type", `inputSchema must be an object schema ("type": "object")`)
 			continue
 		}
 		if _, err := schemas.Compile(t.InputSchema, at+"/inputSchema"); err != nil {
@@ -119,15 +124,15 @@ func checkTools(tools []Tool, schemas *SchemaCache, errs *[]FieldError, add func
 // role, a user message holding tool_result blocks holds nothing else, and
 // every tool_use of an assistant message is answered by a tool_result in the
 // next user message.
-func checkMessages(msgs []Message, add func(path, format string, args ...any)) {
+func checkMessages(msgs []Message, errs *fieldErrs) {
 	for i := range msgs {
 		m := &msgs[i]
 		if m.Role != RoleUser && m.Role != RoleAssistant {
-			add(messagePath(i)+"/role", "role must be user or assistant")
+			errs.add(messagePath(i)+"/role", "role must be user or assistant")
 			continue
 		}
 		if len(m.Content) == 0 {
-			add(messagePath(i)+"/content", "content must hold at least one block")
+			errs.add(messagePath(i)+"/content", "content must hold at least one block")
 			continue
 		}
 		// Text alone has no rule of its own. The checks of other blocks
@@ -135,7 +140,7 @@ func checkMessages(msgs []Message, add func(path, format string, args ...any)) {
 		// stays small (a deeper one grows and is copied anew after every
 		// garbage collection).
 		if !allText(m.Content) {
-			checkBlocks(msgs, i, add)
+			checkBlocks(msgs, i, errs)
 		}
 	}
 }
@@ -152,7 +157,7 @@ func allText(blocks []Content) bool {
 
 // checkBlocks checks the blocks of message i of msgs, which are not all
 // text, as checkMessages says.
-func checkBlocks(msgs []Message, i int, add func(path, format string, args ...any)) {
+func checkBlocks(msgs []Message, i int, errs *fieldErrs) {
 	m := msgs[i]
 	results := 0
 	asked := map[string]bool{}
@@ -169,47 +174,47 @@ func checkBlocks(msgs []Message, i int, add func(path, format string, args ...an
 		case BlockText:
 		case BlockImage, BlockAudio:
 			if c.Data == "" || c.MIMEType == "" {
-				add(blockPath(i, m, j), "%s blocks need data and mimeType", c.Type)
+				errs.add(blockPath(i, m, j), "%s blocks need data and mimeType", c.Type)
 				break
 			}
 			// A provider would refuse them, and its 400 would reach the
 			// client as a 502.
 			if mt, _, err := mime.ParseMediaType(c.MIMEType); err != nil || !strings.HasPrefix(mt, c.Type+"/") {
-				add(blockPath(i, m, j)+"/mimeType", "%q is not an %s media type (%s/...)", c.MIMEType, c.Type, c.Type)
+				errs.add(blockPath(i, m, j)+"/mimeType", "%q is not an %s media type (%s/...)", c.MIMEType, c.Type, c.Type)
 			}
 			if _, err := base64.StdEncoding.DecodeString(c.Data); err != nil {
-				add(blockPath(i, m, j)+"/data", "data must be base64 (RFC 4648 with padding): %v", err)
+				errs.add(blockPath(i, m, j)+"/data", "data must be base64 (RFC 4648 with padding): %v", err)
 			}
 		case BlockToolUse:
 			if m.Role != RoleAssistant {
-				add(blockPath(i, m, j), "tool_use blocks belong in assistant messages")
+				errs.add(blockPath(i, m, j), "tool_use blocks belong in assistant messages")
 			}
 			if c.ID == "" || c.Name == "" {
-				add(blockPath(i, m, j), "tool_use blocks need id and name")
+				errs.add(blockPath(i, m, j), "tool_use blocks need id and name")
 			}
 			if len(c.Input) > 0 && c.Input[0] != '{' {
-				add(blockPath(i, m, j)+"/input", "input must be an object")
+				errs.add(blockPath(i, m, j)+"/input", "input must be an object")
 			}
 			if c.ID != "" && ids[c.ID] {
-				add(blockPath(i, m, j)+"/id", "tool_use id %q is used twice in this message", c.ID)
+				errs.add(blockPath(i, m, j)+"/id", "tool_use id %q is used twice in this message", c.ID)
 			}
 			ids[c.ID] = true
 		case BlockToolResult:
 			results++
 			if m.Role != RoleUser {
-				add(blockPath(i, m, j), "tool_result blocks belong in user messages")
+				errs.add(blockPath(i, m, j), "tool_result blocks belong in user messages")
 			}
 			if c.ToolUseID == "" {
-				add(blockPath(i, m, j)+"/toolUseId", "toolUseId is required")
+				errs.add(blockPath(i, m, j)+"/toolUseId", "toolUseId is required")
 			} else if !asked[c.ToolUseID] {
-				add(blockPath(i, m, j)+"/toolUseId", "tool_result %q answers no tool_use of the previous assistant message", c.ToolUseID)
+				errs.add(blockPath(i, m, j)+"/toolUseId", "tool_result %q answers no tool_use of the previous assistant message", c.ToolUseID)
 			}
 		default:
-			add(blockPath(i, m, j)+"/type", "unknown content block type %q", c.Type)
+			errs.add(blockPath(i, m, j)+"/type", "unknown content block type %q", c.Type)
 		}
 	}
 	if results > 0 && results != len(m.Content) {
-		add(messagePath(i)+"/content", "a user message holding tool_result blocks must hold nothing else")
+		errs.add(messagePath(i)+"/content", "a user message holding tool_result blocks must hold nothing else")
 	}
 	if m.Role != RoleAssistant {
 		return
@@ -228,9 +233,9 @@ func checkBlocks(msgs []Message, i int, add func(path, format string, args ...an
 			continue
 		}
 		if i+1 == len(msgs) {
-			add(blockPath(i, m, j), "tool_use %q is the last message; answer it with a tool_result in a user message", c.ID)
+			errs.add(blockPath(i, m, j), "tool_use %q is the last message; answer it with a tool_result in a user message", c.ID)
 		} else {
-			add(blockPath(i, m, j), "tool_use %q is not answered by a tool_result in the next user message", c.ID)
+			errs.add(blockPath(i, m, j), "tool_use %q is not answered by a tool_result in the next user message", c.ID)
 		}
 	}
 }
