@@ -141,16 +141,10 @@ func runSide(ctx context.Context, o sideOptions, stdout io.Writer) error {
 		}
 	}
 
-	vals := map[sideKey][]float64{}
-	add := func(mode, side, metric string, v float64) {
-		k := sideKey{mode, side, metric}
-		vals[k] = append(vals[k], v)
-	}
+	vals := samples{}
+	add := vals.add
 	for r := range o.rounds {
-		order := []string{sideFloor, sideSampled}
-		if r%2 == 1 {
-			slices.Reverse(order)
-		}
+		order := inTurn(r, sideFloor, sideSampled)
 		fmt.Fprintf(stdout, "round %d/%d: %s first\n", r+1, o.rounds, order[0])
 		for _, m := range modes {
 			// c=1: the three sides' requests interleaved (see interleave).
@@ -351,21 +345,14 @@ func inflight(c *http.Client, base string) (int, error) {
 // printSideTable prints the medians over the rounds and, for sampled
 // against the floor, the median of the rounds' ratios (or differences, for
 // latency), each round pairing values measured next to each other.
-func printSideTable(w io.Writer, o sideOptions, modes []sideMode, vals map[sideKey][]float64) {
+func printSideTable(w io.Writer, o sideOptions, modes []sideMode, vals samples) {
 	med := func(mode, side, metric string) (float64, bool) {
 		v := vals[sideKey{mode, side, metric}]
 		return median(v), len(v) > 0
 	}
 	paired := func(mode, metric string, f func(s, fl float64) float64) float64 {
-		s, fl := vals[sideKey{mode, sideSampled, metric}], vals[sideKey{mode, sideFloor, metric}]
-		var out []float64
-		for i := range min(len(s), len(fl)) {
-			out = append(out, f(s[i], fl[i]))
-		}
-		return median(out)
+		return vals.paired(mode, metric, sideSampled, sideFloor, f)
 	}
-	ratio := func(s, fl float64) float64 { return s / fl }
-	diff := func(s, fl float64) float64 { return s - fl }
 	cell := func(mode, side, metric, format string) string {
 		v, ok := med(mode, side, metric)
 		if !ok {
@@ -419,6 +406,39 @@ func printSideTable(w io.Writer, o sideOptions, modes []sideMode, vals map[sideK
 }
 
 // median returns the median of v, 0 for none.
+// samples are the values each round measured, by mode, side and metric.
+type samples map[sideKey][]float64
+
+func (s samples) add(mode, side, metric string, v float64) {
+	k := sideKey{mode, side, metric}
+	s[k] = append(s[k], v)
+}
+
+// paired is the median over the rounds of f of side a's and side b's
+// values of a metric, each round pairing values measured next to each
+// other.
+func (s samples) paired(mode, metric, a, b string, f func(a, b float64) float64) float64 {
+	va, vb := s[sideKey{mode, a, metric}], s[sideKey{mode, b, metric}]
+	var out []float64
+	for i := range min(len(va), len(vb)) {
+		out = append(out, f(va[i], vb[i]))
+	}
+	return median(out)
+}
+
+// ratio and diff compare a round's values of two sides: a ratio for
+// rates and CPU, a difference for times.
+func ratio(a, b float64) float64 { return a / b }
+func diff(a, b float64) float64  { return a - b }
+
+// inTurn is the two sides in round r's order: which goes first alternates.
+func inTurn(r int, a, b string) []string {
+	if r%2 == 1 {
+		return []string{b, a}
+	}
+	return []string{a, b}
+}
+
 func median(v []float64) float64 {
 	if len(v) == 0 {
 		return 0

@@ -349,3 +349,23 @@ func TestMedian(t *testing.T) {
 		}
 	}
 }
+
+// TestPaired: a comparison pairs the values of one round, never a round's
+// value with another's, and the sides take turns going first.
+func TestPaired(t *testing.T) {
+	s := samples{}
+	for _, r := range [][2]float64{{20, 10}, {30, 10}, {100, 10}} { // ratios 2, 3, 10
+		s.add("plain", "a", mCPU, r[0])
+		s.add("plain", "b", mCPU, r[1])
+	}
+	s.add("plain", "a", mCPU, 1) // a round b did not finish: left out
+	if got := s.paired("plain", mCPU, "a", "b", ratio); got != 3 {
+		t.Errorf("paired ratio = %v, want 3 (the median of 2, 3 and 10)", got)
+	}
+	if got := s.paired("plain", mCPU, "a", "b", diff); got != 20 {
+		t.Errorf("paired difference = %v, want 20", got)
+	}
+	if got := [][]string{inTurn(0, "a", "b"), inTurn(1, "a", "b"), inTurn(2, "a", "b")}; !cmp.Equal(got, [][]string{{"a", "b"}, {"b", "a"}, {"a", "b"}}) {
+		t.Errorf("inTurn orders = %v, want a first, then b, then a", got)
+	}
+}

@@ -162,16 +162,10 @@ func runStream(ctx context.Context, o streamOptions, stdout io.Writer) error {
 		}
 	}
 
-	vals := map[sideKey][]float64{}
-	add := func(side, metric string, v float64) {
-		k := sideKey{"stream", side, metric}
-		vals[k] = append(vals[k], v)
-	}
+	vals := samples{}
+	add := func(side, metric string, v float64) { vals.add("stream", side, metric, v) }
 	for r := range o.rounds {
-		order := []string{sideFloor, sideSampled}
-		if r%2 == 1 {
-			slices.Reverse(order)
-		}
+		order := inTurn(r, sideFloor, sideSampled)
 		fmt.Fprintf(stdout, "round %d/%d: %s first\n", r+1, o.rounds, order[0])
 
 		sides := append([]string{sideDirect}, order...)
@@ -354,21 +348,14 @@ func measureStreamMemory(ctx context.Context, side string, slow *child, body []b
 // printStreamTable prints the medians over the rounds, sampled against
 // the floor as the median of the rounds' ratios (differences for times),
 // and the targets.
-func printStreamTable(w io.Writer, o streamOptions, vals map[sideKey][]float64) {
+func printStreamTable(w io.Writer, o streamOptions, vals samples) {
 	med := func(side, metric string) (float64, bool) {
 		v := vals[sideKey{"stream", side, metric}]
 		return median(v), len(v) > 0
 	}
 	paired := func(metric string, f func(s, fl float64) float64) float64 {
-		s, fl := vals[sideKey{"stream", sideSampled, metric}], vals[sideKey{"stream", sideFloor, metric}]
-		var out []float64
-		for i := range min(len(s), len(fl)) {
-			out = append(out, f(s[i], fl[i]))
-		}
-		return median(out)
+		return vals.paired("stream", metric, sideSampled, sideFloor, f)
 	}
-	ratio := func(s, fl float64) float64 { return s / fl }
-	diff := func(s, fl float64) float64 { return s - fl }
 	cell := func(side, metric, format string) string {
 		v, ok := med(side, metric)
 		if !ok {

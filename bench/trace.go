@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -85,16 +84,10 @@ func runTrace(ctx context.Context, o sideOptions, stdout io.Writer) error {
 			}
 		}
 	}
-	vals := map[sideKey][]float64{}
-	add := func(mode, side, metric string, v float64) {
-		k := sideKey{mode, side, metric}
-		vals[k] = append(vals[k], v)
-	}
+	vals := samples{}
+	add := vals.add
 	for r := range o.rounds {
-		order := []string{traceOff, traceOn}
-		if r%2 == 1 {
-			slices.Reverse(order)
-		}
+		order := inTurn(r, traceOff, traceOn)
 		fmt.Fprintf(stdout, "round %d/%d: tracing %s first\n", r+1, o.rounds, order[0])
 		for _, m := range modes {
 			targets := []target{{URL: url(order[0]), Body: m.body}, {URL: url(order[1]), Body: m.body}}
@@ -125,20 +118,13 @@ func runTrace(ctx context.Context, o sideOptions, stdout io.Writer) error {
 		return fmt.Errorf("the OTLP receiver got no export: tracing was not on")
 	}
 	paired := func(mode, metric string, f func(on, off float64) float64) float64 {
-		on, off := vals[sideKey{mode, traceOn, metric}], vals[sideKey{mode, traceOff, metric}]
-		var out []float64
-		for i := range min(len(on), len(off)) {
-			out = append(out, f(on[i], off[i]))
-		}
-		return median(out)
+		return vals.paired(mode, metric, traceOn, traceOff, f)
 	}
 	fmt.Fprintf(stdout, "\nmedians of %d rounds, on/off the median of the rounds' ratios (differences for latency); %s exports received\n", o.rounds, exports)
 	for _, m := range modes {
 		fmt.Fprintf(stdout, "%-6s CPU/request off %.1fµs on %.1fµs: ×%.2f; c=%d req/s ×%.2f; c=1 p50 %+.0fµs\n", m.name,
 			median(vals[sideKey{m.name, traceOff, mCPU}]), median(vals[sideKey{m.name, traceOn, mCPU}]),
-			paired(m.name, mCPU, func(on, off float64) float64 { return on / off }), o.c,
-			paired(m.name, mRPS, func(on, off float64) float64 { return on / off }),
-			paired(m.name, mP50, func(on, off float64) float64 { return on - off }))
+			paired(m.name, mCPU, ratio), o.c, paired(m.name, mRPS, ratio), paired(m.name, mP50, diff))
 	}
 	if o.cpuprofile == "" {
 		return nil
