@@ -115,7 +115,8 @@ func serverLikeCmdServer(ctx context.Context, h http.Handler) *http.Server {
 
 // sampledChild serves sampled configured for the OpenAI fake at upstream,
 // as cmd/server does: app.New with a JSON log handler, writing each
-// request's log line to /dev/null so that its cost is counted.
+// request's log line to /dev/null through cmd/server's LogWriter, so that
+// its cost is counted.
 func sampledChild(ctx context.Context, upstream, otlp string, stdin io.Reader, stdout io.Writer) error {
 	if otlp != "" {
 		stop, err := startTracing(ctx, otlp)
@@ -129,7 +130,9 @@ func sampledChild(ctx context.Context, upstream, otlp string, stdin io.Reader, s
 		return err
 	}
 	defer devNull.Close()
-	a, err := newSampled(ctx, upstream, devNull)
+	logs := telemetry.NewLogWriter(devNull)
+	defer logs.Close()
+	a, err := newSampled(ctx, upstream, logs)
 	if err != nil {
 		return err
 	}

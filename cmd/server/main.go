@@ -78,9 +78,13 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if err != nil {
 		return err
 	}
-	var logHandler slog.Handler = slog.NewJSONHandler(stderr, nil)
+	// Log lines are written together, a few times a second at most, not
+	// each with a system call of its own; what is held is written at the end.
+	logs := telemetry.NewLogWriter(stderr)
+	defer logs.Close()
+	var logHandler slog.Handler = slog.NewJSONHandler(logs, nil)
 	if cfg.Server.LogFormat == "text" {
-		logHandler = slog.NewTextHandler(stderr, nil)
+		logHandler = slog.NewTextHandler(logs, nil)
 	}
 	// Tracing is on when an OTLP endpoint is set (OTEL_*); its spans are
 	// flushed at the end.
@@ -136,6 +140,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		log.Warn("listening beyond loopback without API keys: whoever reaches this address can sample and run loops; configure apiKeys (README, Access) or listen on 127.0.0.1",
 			"addr", ln.Addr().String())
 	}
+	_ = logs.Flush() // the start-up lines are read before the first request
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
