@@ -68,6 +68,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 	side := fs.Bool("side", false, "measure sampled side by side with the floor gateway, each in its own process")
 	tracing := fs.Bool("trace", false, "measure sampled with tracing on (exporting to a local OTLP receiver) beside tracing off")
 	traceFloor := fs.Bool("trace-floor", false, "with -trace, measure the floor gateway instead, tracing as sampled does by the least code")
+	contract := fs.Bool("contract", false, "with -side, measure the contract floor in sampled's place: the floor gateway doing sampled's contract by the least code")
 	n := fs.Int("n", 5000, "requests to each side per c=1 latency measurement, the sides' requests interleaved")
 	c := fs.Int("c", 64, "concurrency of the throughput measurement")
 	d := fs.Duration("d", 10*time.Second, "duration of the throughput measurement")
@@ -118,7 +119,7 @@ func run(ctx context.Context, args []string, stdout io.Writer) error {
 			return errors.New("-side needs -rounds, -n, -c, -d and -inflight positive")
 		}
 		return runSide(ctx, sideOptions{rounds: *rounds, n: *n, c: *c, d: *d, inflight: *inflight,
-			delay: *upstreamDelay, cpuprofile: *cpuprofile}, stdout)
+			delay: *upstreamDelay, cpuprofile: *cpuprofile, contract: *contract}, stdout)
 	default:
 		return errors.New("give -side, -trace, -stream, -fanout N or -soak DURATION")
 	}

@@ -29,6 +29,7 @@ type sideOptions struct {
 	delay      time.Duration // how long the slow upstream waits
 	cpuprofile string        // base name of the CPU profiles; "" takes none
 	floor      bool          // -trace: measure the floor gateway, not sampled
+	contract   bool          // -side: measure the contract floor in sampled's place
 }
 
 // sideSchema is the schema of schema mode: three properties, all required.
@@ -109,7 +110,7 @@ func runSide(ctx context.Context, o sideOptions, stdout io.Writer) error {
 	defer slow.stop()
 	gateways := map[string]*child{}
 	for _, side := range []string{sideFloor, sideSampled} {
-		g, err := startGateway(ctx, side, fake.url)
+		g, err := startGateway(ctx, side, fake.url, o.contract)
 		if err != nil {
 			return err
 		}
@@ -130,6 +131,9 @@ func runSide(ctx context.Context, o sideOptions, stdout io.Writer) error {
 	}
 
 	fmt.Fprintf(stdout, "side by side: fake upstream, floor gateway, sampled and the load client each in its own process\n")
+	if o.contract {
+		fmt.Fprintf(stdout, "on sampled's side: the contract floor, the floor gateway doing sampled's contract by the least code\n")
+	}
 	fmt.Fprintf(stdout, "%d rounds; c=1 latency over %d requests to each side, interleaved, c=%d throughput for %s, %d requests in flight on a %s upstream\n",
 		o.rounds, o.n, o.c, o.d, o.inflight, o.delay)
 	// Warm up connections, caches and the heap of both gateways.
@@ -179,7 +183,7 @@ func runSide(ctx context.Context, o sideOptions, stdout io.Writer) error {
 			}
 		}
 		for _, side := range order {
-			mem, err := measureMemory(ctx, side, slow, modes[0].body, o.inflight)
+			mem, err := measureMemory(ctx, side, o.contract, slow, modes[0].body, o.inflight)
 			if err != nil {
 				return fmt.Errorf("memory %s: %w", side, err)
 			}
@@ -273,8 +277,8 @@ type memoryResult struct {
 // measureMemory starts a fresh gateway of the side in front of the slow
 // fake, sends it n requests at once and reads its resident memory while
 // the fake holds them.
-func measureMemory(ctx context.Context, side string, slow *child, body []byte, n int) (memoryResult, error) {
-	g, err := startGateway(ctx, side, slow.url)
+func measureMemory(ctx context.Context, side string, contract bool, slow *child, body []byte, n int) (memoryResult, error) {
+	g, err := startGateway(ctx, side, slow.url, contract)
 	if err != nil {
 		return memoryResult{}, err
 	}
@@ -495,12 +499,16 @@ func startChild(ctx context.Context, args ...string) (*child, error) {
 }
 
 // startGateway starts the side's gateway in front of the upstream at base.
-func startGateway(ctx context.Context, side, base string) (*child, error) {
-	sub := subFloor
-	if side == sideSampled {
-		sub = subSampled
+// startGateway starts the gateway of a side; with contract, the contract
+// floor stands on sampled's side.
+func startGateway(ctx context.Context, side, base string, contract bool) (*child, error) {
+	switch {
+	case side == sideSampled && contract:
+		return startChild(ctx, subFloor, "-upstream", base, "-contract")
+	case side == sideSampled:
+		return startChild(ctx, subSampled, "-upstream", base)
 	}
-	return startChild(ctx, sub, "-upstream", base)
+	return startChild(ctx, subFloor, "-upstream", base)
 }
 
 func (c *child) pid() int { return c.cmd.Process.Pid }

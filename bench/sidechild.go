@@ -63,6 +63,7 @@ func sideChild(ctx context.Context, args []string, stdin io.Reader, stdout io.Wr
 	timeout := fs.Duration("timeout", 30*time.Second, "client timeout per request")
 	targets := fs.String("targets", "", "JSON array of {url, body} the interleaved client posts to")
 	otlp := fs.String("otlp", "", "base URL of an OTLP/HTTP receiver: sampled traces, exporting there")
+	contract := fs.Bool("contract", false, "the floor gateway doing sampled's contract (contractFloor)")
 	if err := fs.Parse(args[1:]); err != nil {
 		return err
 	}
@@ -80,6 +81,9 @@ func sideChild(ctx context.Context, args []string, stdin io.Reader, stdout io.Wr
 			}
 			defer func() { _ = stop(context.WithoutCancel(ctx)) }()
 			return serveChild(ctx, serverLikeCmdServer(ctx, newTracedFloor(*upstream+"/v1/chat/completions")), stdin, stdout)
+		}
+		if *contract {
+			return contractChild(ctx, *upstream, stdin, stdout)
 		}
 		return serveChild(ctx, serverLikeCmdServer(ctx, newFloorGateway(*upstream+"/v1/chat/completions")), stdin, stdout)
 	case subSampled:
@@ -138,6 +142,19 @@ func sampledChild(ctx context.Context, upstream, otlp string, stdin io.Reader, s
 	}
 	defer a.Close()
 	return serveChild(ctx, serverLikeCmdServer(ctx, a.Handler), stdin, stdout)
+}
+
+// contractChild serves the contract floor for the fake at upstream,
+// logging to /dev/null through cmd/server's LogWriter as sampledChild does.
+func contractChild(ctx context.Context, upstream string, stdin io.Reader, stdout io.Writer) error {
+	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer devNull.Close()
+	logs := telemetry.NewLogWriter(devNull)
+	defer logs.Close()
+	return serveChild(ctx, serverLikeCmdServer(ctx, newContractFloor(upstream+"/v1/chat/completions", logs)), stdin, stdout)
 }
 
 // startTracing turns tracing on, as cmd/server does, exporting to the
