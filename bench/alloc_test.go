@@ -70,3 +70,11 @@ func benchPost(b *testing.B, url string, body []byte) {
 		}
 	}
 }
+
+func BenchmarkAllocContract(b *testing.B) {
+	up := httptest.NewServer(newFakeUpstream(0))
+	b.Cleanup(up.Close)
+	gw := httptest.NewServer(newContractFloor(up.URL+"/v1/chat/completions", io.Discard))
+	b.Cleanup(gw.Close)
+	benchPlain(b, gw.URL)
+}
