@@ -129,13 +129,11 @@ func sampledChild(ctx context.Context, upstream, otlp string, stdin io.Reader, s
 		}
 		defer func() { _ = stop(context.WithoutCancel(ctx)) }()
 	}
-	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	logs, closeLogs, err := devNullLogs()
 	if err != nil {
 		return err
 	}
-	defer devNull.Close()
-	logs := telemetry.NewLogWriter(devNull)
-	defer logs.Close()
+	defer closeLogs()
 	a, err := newSampled(ctx, upstream, logs)
 	if err != nil {
 		return err
@@ -147,14 +145,24 @@ func sampledChild(ctx context.Context, upstream, otlp string, stdin io.Reader, s
 // contractChild serves the contract floor for the fake at upstream,
 // logging to /dev/null through cmd/server's LogWriter as sampledChild does.
 func contractChild(ctx context.Context, upstream string, stdin io.Reader, stdout io.Writer) error {
-	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	logs, closeLogs, err := devNullLogs()
 	if err != nil {
 		return err
 	}
-	defer devNull.Close()
-	logs := telemetry.NewLogWriter(devNull)
-	defer logs.Close()
+	defer closeLogs()
 	return serveChild(ctx, serverLikeCmdServer(ctx, newContractFloor(upstream+"/v1/chat/completions", logs)), stdin, stdout)
+}
+
+// devNullLogs is where a gateway child writes its log: /dev/null, through
+// cmd/server's LogWriter, so that the log's cost is counted as the
+// service pays it. closeLogs writes what is held and closes the file.
+func devNullLogs() (logs io.Writer, closeLogs func(), err error) {
+	devNull, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	w := telemetry.NewLogWriter(devNull)
+	return w, func() { _ = w.Close(); _ = devNull.Close() }, nil
 }
 
 // startTracing turns tracing on, as cmd/server does, exporting to the
