@@ -194,6 +194,10 @@ func TestBudgetOfAKey(t *testing.T) {
 	if got := sum(t, reg, "sampled_rate_limited_total", "limit", "budget"); got != 1 {
 		t.Errorf(`sampled_rate_limited_total{limit="budget"} = %v, want 1`, got)
 	}
+	// A sample is counted after its answer is sent.
+	testwait.Poll(t, time.Millisecond, testwait.Timeout, "the limited sample counted", func() bool {
+		return sum(t, reg, "sampled_samples_total", "outcome", sampler.OutcomeLimited) >= 1
+	})
 	if got := sum(t, reg, "sampled_samples_total", "outcome", sampler.OutcomeLimited); got != 1 {
 		t.Errorf(`sampled_samples_total{outcome="limited"} = %v, want 1`, got)
 	}

@@ -104,6 +104,10 @@ func TestCostOfAGuaranteedHelper(t *testing.T) {
 	if header != "0.0001" {
 		t.Errorf("Sampled-Cost-USD = %q, want 0.0001", header)
 	}
+	// A call is counted after the answer is sent.
+	testwait.Poll(t, time.Millisecond, testwait.Timeout, "the calls' cost counted", func() bool {
+		return near(sum(t, reg, "sampled_cost_usd_total", "key", "team-a"), 0.0001)
+	})
 	if got := sum(t, reg, "sampled_cost_usd_total", "key", "team-a"); !near(got, 0.0001) {
 		t.Errorf("sampled_cost_usd_total{key=team-a} = %v, want 0.0001", got)
 	}
@@ -253,9 +257,9 @@ func TestCostOfALoop(t *testing.T) {
 	if snap.Status != loop.StatusCompleted || snap.Iterations < 2 || u.InputTokens == 0 || !near(u.CostUSD, want) || u.Unpriced {
 		t.Fatalf("loop %s after %d iterations, usage %+v; want completed, costUsd %v", snap.Status, snap.Iterations, u, want)
 	}
-	if got := sum(t, reg, "sampled_cost_usd_total", "key", "team-a"); !near(got, want) {
-		t.Errorf("sampled_cost_usd_total{key=team-a} = %v, want %v", got, want)
-	}
+	testwait.Poll(t, time.Millisecond, testwait.Timeout, "the loop's cost counted", func() bool {
+		return near(sum(t, reg, "sampled_cost_usd_total", "key", "team-a"), want)
+	})
 }
 
 // TestCostOfAnExhaustedHelper: a guarantee that runs out of attempts was

@@ -138,20 +138,30 @@ func (series *modelSeries) record(ctx context.Context, caller *access.Caller, st
 		series.failed.Observe(d)
 		return nil, err
 	}
-	series.ok.Observe(d)
-	series.inTokens.Add(float64(resp.Usage.InputTokens))
-	series.outTokens.Add(float64(resp.Usage.OutputTokens))
-	series.inUsage.Observe(float64(resp.Usage.InputTokens))
-	series.outUsage.Observe(float64(resp.Usage.OutputTokens))
 	resp.Usage.CostUSD, resp.Usage.Unpriced = 0, series.price == nil
-	if series.price == nil {
-		series.unpriced.Inc()
-	} else {
+	if series.price != nil {
 		resp.Usage.CostUSD = Cost(resp.Usage, series.price)
-		series.cost.WithLabelValues(metrics.KeyLabel(caller.Name()), series.provider, series.id).Add(resp.Usage.CostUSD)
 	}
 	caller.Charge(ctx, resp.Usage.InputTokens+resp.Usage.OutputTokens, resp.Usage.CostUSD)
+	// The answer needs its cost and the budget its charge; the metrics
+	// can wait until the answer is out.
+	usage := resp.Usage
+	sampler.AfterAnswer(ctx, func() { series.observe(caller, d, usage) })
 	return resp, nil
+}
+
+// observe counts a call that took d seconds and used u.
+func (series *modelSeries) observe(caller *access.Caller, d float64, u sampler.Usage) {
+	series.ok.Observe(d)
+	series.inTokens.Add(float64(u.InputTokens))
+	series.outTokens.Add(float64(u.OutputTokens))
+	series.inUsage.Observe(float64(u.InputTokens))
+	series.outUsage.Observe(float64(u.OutputTokens))
+	if u.Unpriced {
+		series.unpriced.Inc()
+	} else {
+		series.cost.WithLabelValues(metrics.KeyLabel(caller.Name()), series.provider, series.id).Add(u.CostUSD)
+	}
 }
 
 // Cost is what usage costs at price, in US dollars: each token type's

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sampled/sampled/internal/access"
+	"github.com/sampled/sampled/internal/sampler"
 	"github.com/sampled/sampled/internal/telemetry"
 )
 
@@ -25,7 +26,8 @@ type reqInfo struct {
 	attrs []slog.Attr // starts in buf: one allocation for both
 	buf   [8]slog.Attr
 	sw    statusWriter
-	seat  access.Seat // the caller, seated by authenticate
+	seat  access.Seat   // the caller, seated by authenticate
+	later sampler.Later // what waits for the answer (sampler.AfterAnswer)
 }
 
 func info(ctx context.Context) *reqInfo {
@@ -114,10 +116,11 @@ func (s *server) instrument(next http.Handler) http.Handler {
 		// The caller's trace (traceparent) continues through the request's
 		// span, the root of what sampled does for it.
 		ctx, span := requestSpan(telemetry.Extract(r.Context(), r.Header), r)
-		r = r.WithContext(access.WithSeat(context.WithValue(ctx, ctxKey{}, ri), &ri.seat))
+		r = r.WithContext(sampler.WithLater(access.WithSeat(context.WithValue(ctx, ctxKey{}, ri), &ri.seat), &ri.later))
 		// A complete answer (writeBody's) has been sent already: what
 		// follows is off the client's path.
 		next.ServeHTTP(&ri.sw, r)
+		ri.later.Run()
 		route := s.routeLabel(r)
 		status := ri.sw.status
 		switch {

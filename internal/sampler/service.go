@@ -134,10 +134,11 @@ func (s *Service) Sample(ctx context.Context, p *Params) (*Result, error) {
 	return res, err
 }
 
-// sampled tells the observer how a request of p ended.
+// sampled tells the observer how a request of p ended, after its answer.
 func (s *Service) sampled(ctx context.Context, p *Params, res *Result, err error) {
 	outcome, modelID := Outcome(ctx, res, err)
-	s.observe.Sampled(p.Caller, p.Mode(), modelID, outcome)
+	caller, mode := p.Caller, p.Mode()
+	AfterAnswer(ctx, func() { s.observe.Sampled(caller, mode, modelID, outcome) })
 }
 
 func (s *Service) sample(ctx context.Context, p *Params) (*Result, error) {
