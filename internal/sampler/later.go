@@ -20,6 +20,12 @@ type Later struct {
 
 type laterKey struct{}
 
+// maxHeld bounds what a Later holds: work given past it runs at once. A
+// request's own work is a few functions (one per model call and one for
+// the request); a context kept past its request, by a loop or an MCP
+// session, must not make a Later grow without end.
+const maxHeld = 16
+
 // WithLater returns ctx with l, which holds what AfterAnswer is given.
 func WithLater(ctx context.Context, l *Later) context.Context {
 	return context.WithValue(ctx, laterKey{}, l)
@@ -37,7 +43,7 @@ func AfterAnswer(ctx context.Context, f func()) {
 func (l *Later) hold(f func()) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.done {
+	if l.done || len(l.fs) >= maxHeld {
 		return false
 	}
 	if l.fs == nil {

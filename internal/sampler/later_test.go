@@ -60,3 +60,19 @@ func TestAfterAnswerConcurrentWithRun(t *testing.T) {
 		t.Errorf("%d of 400 ran", n)
 	}
 }
+
+func TestLaterHoldsABoundedNumber(t *testing.T) {
+	var l Later
+	ctx := WithLater(context.Background(), &l)
+	ran := 0
+	for range maxHeld + 5 {
+		AfterAnswer(ctx, func() { ran++ })
+	}
+	if ran != 5 {
+		t.Errorf("%d ran at once, want the 5 past the bound of %d", ran, maxHeld)
+	}
+	l.Run()
+	if ran != maxHeld+5 {
+		t.Errorf("%d ran in all, want %d", ran, maxHeld+5)
+	}
+}
