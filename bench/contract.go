@@ -32,11 +32,10 @@ import (
 // bench -side -contract measures it in sampled's place, beside the floor:
 // what the contract itself costs over the least code, on this machine.
 type contractFloor struct {
-	upstream string
-	client   *http.Client
-	slots    chan struct{}
-	log      *slog.Logger
-	schemas  sync.Map // schema text → *jsonschema.Schema
+	up      *floorGateway // the floor's upstream URL and client
+	slots   chan struct{}
+	log     *slog.Logger
+	schemas sync.Map // schema text → *jsonschema.Schema
 
 	requests  *prometheus.CounterVec   // route, method, status
 	duration  *prometheus.HistogramVec // route, method
@@ -97,13 +96,9 @@ type contractAnswer struct {
 }
 
 func newContractFloor(chatURL string, logs io.Writer) *contractFloor {
-	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.MaxIdleConns = 1024
-	t.MaxIdleConnsPerHost = 1024
 	reg := prometheus.NewRegistry()
 	f := &contractFloor{
-		upstream: chatURL,
-		client:   &http.Client{Transport: t},
+		up:       newFloorGateway(chatURL),
 		slots:    make(chan struct{}, 4096), // sampled's cap in this bench (newSampled)
 		log:      slog.New(slog.NewJSONHandler(logs, nil)),
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "http_requests_total"}, []string{"route", "method", "status"}),
@@ -169,24 +164,24 @@ func (f *contractFloor) serve(w http.ResponseWriter, r *http.Request) (int, stri
 			return contractProblem(w, http.StatusBadRequest, err.Error()), mode, "invalid"
 		}
 	}
-	chat := chatFor(floorRequest{Prompt: *in.Prompt, MaxTokens: 1000, Schema: in.Schema})
+	fr := floorRequest{Prompt: *in.Prompt, Schema: in.Schema}
 	if in.MaxTokens != nil {
-		chat.MaxCompletionTokens = *in.MaxTokens
+		fr.MaxTokens = *in.MaxTokens
 	}
-	reqBody, err := json.Marshal(chat)
+	reqBody, err := json.Marshal(chatFor(fr))
 	if err != nil {
 		return contractProblem(w, http.StatusInternalServerError, err.Error()), mode, "error"
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Minute)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.upstream, bytes.NewReader(reqBody))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, f.up.upstream, bytes.NewReader(reqBody))
 	if err != nil {
 		return contractProblem(w, http.StatusInternalServerError, err.Error()), mode, "error"
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
 	t0 := time.Now()
-	resp, err := f.client.Do(req)
+	resp, err := f.up.client.Do(req)
 	if err != nil {
 		return contractProblem(w, http.StatusBadGateway, err.Error()), mode, "upstream_error"
 	}

@@ -409,7 +409,6 @@ func printSideTable(w io.Writer, o sideOptions, modes []sideMode, vals samples) 
 	fmt.Fprintf(w, "  sampled peak RSS <= 150 MB:       %.1f MB  %s\n", hwm, met(hwm <= 150))
 }
 
-// median returns the median of v, 0 for none.
 // samples are the values each round measured, by mode, side and metric.
 type samples map[sideKey][]float64
 
@@ -443,6 +442,7 @@ func inTurn(r int, a, b string) []string {
 	return []string{a, b}
 }
 
+// median returns the median of v, 0 for none.
 func median(v []float64) float64 {
 	if len(v) == 0 {
 		return 0
@@ -498,9 +498,8 @@ func startChild(ctx context.Context, args ...string) (*child, error) {
 	return c, nil
 }
 
-// startGateway starts the side's gateway in front of the upstream at base.
-// startGateway starts the gateway of a side; with contract, the contract
-// floor stands on sampled's side.
+// startGateway starts the side's gateway in front of the upstream at
+// base; with contract, the contract floor stands on sampled's side.
 func startGateway(ctx context.Context, side, base string, contract bool) (*child, error) {
 	switch {
 	case side == sideSampled && contract:
