@@ -133,9 +133,11 @@ func (series *modelSeries) reserve(ctx context.Context, c *access.Caller, req *s
 // record observes a call that started at start and ended with resp, err,
 // prices its answer and charges it to its caller.
 func (series *modelSeries) record(ctx context.Context, caller *access.Caller, start time.Time, resp *sampler.Response, err error) (*sampler.Response, error) {
+	// The answer needs its cost and the budget its charge; the call's
+	// series can wait until the answer is out.
 	d := time.Since(start).Seconds()
 	if err != nil {
-		series.failed.Observe(d)
+		sampler.AfterAnswer(ctx, func() { series.failed.Observe(d) })
 		return nil, err
 	}
 	resp.Usage.CostUSD, resp.Usage.Unpriced = 0, series.price == nil
@@ -143,14 +145,12 @@ func (series *modelSeries) record(ctx context.Context, caller *access.Caller, st
 		resp.Usage.CostUSD = Cost(resp.Usage, series.price)
 	}
 	caller.Charge(ctx, resp.Usage.InputTokens+resp.Usage.OutputTokens, resp.Usage.CostUSD)
-	// The answer needs its cost and the budget its charge; the metrics
-	// can wait until the answer is out.
 	usage := resp.Usage
 	sampler.AfterAnswer(ctx, func() { series.observe(caller, d, usage) })
 	return resp, nil
 }
 
-// observe counts a call that took d seconds and used u.
+// observe counts a call that answered in d seconds and used u.
 func (series *modelSeries) observe(caller *access.Caller, d float64, u sampler.Usage) {
 	series.ok.Observe(d)
 	series.inTokens.Add(float64(u.InputTokens))

@@ -31,7 +31,8 @@ type Observer interface {
 	Overhead(d time.Duration)
 	// Sampled: a request of Sample, SampleSchema or SampleTools ended.
 	// caller is its Params.Caller, mode its mode; outcome and modelID are
-	// what Outcome says of it.
+	// what Outcome says of it. It is told after the request's answer has
+	// been sent (AfterAnswer); the other methods as things happen.
 	Sampled(caller, mode, modelID, outcome string)
 }
 
