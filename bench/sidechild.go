@@ -161,7 +161,7 @@ func devNullLogs() (logs io.Writer, closeLogs func(), err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	w := telemetry.NewLogWriter(devNull)
+	w := telemetry.NewLogWriter(devNull, telemetry.LogFlushEvery)
 	return w, func() { _ = w.Close(); _ = devNull.Close() }, nil
 }
 

@@ -80,7 +80,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	}
 	// Log lines are written together, a few times a second at most, not
 	// each with a system call of its own; what is held is written at the end.
-	logs := telemetry.NewLogWriter(stderr)
+	logs := telemetry.NewLogWriter(stderr, telemetry.LogFlushEvery)
 	defer logs.Close()
 	var logHandler slog.Handler = slog.NewJSONHandler(logs, nil)
 	if cfg.Server.LogFormat == "text" {

@@ -7,18 +7,19 @@ import (
 	"time"
 )
 
-// Defaults of NewLogWriter.
-const (
-	logBufferBytes = 32 << 10
-	logFlushEvery  = 100 * time.Millisecond
-)
+// logBufferBytes is the size of a LogWriter's buffer.
+const logBufferBytes = 32 << 10
+
+// LogFlushEvery is how long cmd/server lets a log line wait to be written
+// with others.
+const LogFlushEvery = 100 * time.Millisecond
 
 // LogWriter holds log lines for w and writes them together: when the next
-// line would not fit its buffer, and otherwise within 100 ms of the first
-// line it holds. A busy service so writes a few times a second instead of
-// once a request, each write a system call; a quiet one sees its lines
-// 100 ms late at most. Close writes what is held; what a crash interrupts
-// (at most the last 100 ms of lines) is lost.
+// line would not fit its buffer, and otherwise within a delay (the every
+// of NewLogWriter) of the first line it holds. A busy service so writes a
+// few times a second instead of once a request, each write a system call;
+// a quiet one sees its lines that delay late at most. Close writes what is
+// held; what a crash interrupts (at most the last delay's lines) is lost.
 //
 // A line, one Write, is never split between two writes to w unless it is
 // larger than the buffer. LogWriter is safe for concurrent use.
@@ -31,9 +32,10 @@ type LogWriter struct {
 	closed bool
 }
 
-// NewLogWriter returns a LogWriter for w.
-func NewLogWriter(w io.Writer) *LogWriter {
-	l := &LogWriter{buf: bufio.NewWriterSize(w, logBufferBytes), every: logFlushEvery}
+// NewLogWriter returns a LogWriter for w that writes a line it holds
+// within every.
+func NewLogWriter(w io.Writer, every time.Duration) *LogWriter {
+	l := &LogWriter{buf: bufio.NewWriterSize(w, logBufferBytes), every: every}
 	l.timer = time.AfterFunc(time.Hour, func() { _ = l.Flush() })
 	l.timer.Stop()
 	return l

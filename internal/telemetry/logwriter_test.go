@@ -41,8 +41,7 @@ func line(i int) []byte {
 
 func TestLogWriterWritesLinesTogetherAndWhole(t *testing.T) {
 	w := newWrites()
-	l := NewLogWriter(w)
-	l.every = time.Hour // only a full buffer writes, in this test
+	l := NewLogWriter(w, time.Hour) // only a full buffer writes, in this test
 	var want bytes.Buffer
 	const n = 1000 // about 240 KB: several buffers' worth
 	for i := range n {
@@ -73,9 +72,8 @@ func TestLogWriterWritesLinesTogetherAndWhole(t *testing.T) {
 
 func TestLogWriterWritesAHeldLineSoon(t *testing.T) {
 	w := newWrites()
-	l := NewLogWriter(w)
+	l := NewLogWriter(w, 10*time.Millisecond)
 	defer l.Close()
-	l.every = 10 * time.Millisecond
 	if _, err := l.Write(line(1)); err != nil {
 		t.Fatal(err)
 	}
@@ -100,8 +98,7 @@ func TestLogWriterWritesAHeldLineSoon(t *testing.T) {
 
 func TestLogWriterCloseWritesWhatIsHeldThenEachLine(t *testing.T) {
 	w := newWrites()
-	l := NewLogWriter(w)
-	l.every = time.Hour
+	l := NewLogWriter(w, time.Hour)
 	_, _ = l.Write(line(1))
 	if got := w.snapshot(); len(got) != 0 {
 		t.Fatalf("written before Close: %q", got)
@@ -120,8 +117,7 @@ func TestLogWriterCloseWritesWhatIsHeldThenEachLine(t *testing.T) {
 
 func TestLogWriterConcurrentLinesStayWhole(t *testing.T) {
 	w := newWrites()
-	l := NewLogWriter(w)
-	l.every = time.Millisecond
+	l := NewLogWriter(w, time.Millisecond)
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Go(func() {
