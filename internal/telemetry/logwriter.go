@@ -10,13 +10,13 @@ import (
 // logBufferBytes is the size of a LogWriter's buffer.
 const logBufferBytes = 32 << 10
 
-// LogFlushEvery is how long cmd/server lets a log line wait to be written
-// with others.
+// LogFlushEvery is the delay cmd/server gives its LogWriter (and the
+// bench's gateway children, which log as cmd/server does).
 const LogFlushEvery = 100 * time.Millisecond
 
 // LogWriter holds log lines for w and writes them together: when the next
-// line would not fit its buffer, and otherwise within a delay (the every
-// of NewLogWriter) of the first line it holds. A busy service so writes a
+// line would not fit its buffer, and otherwise within the delay given to
+// NewLogWriter after the first line it holds. A busy service so writes a
 // few times a second instead of once a request, each write a system call;
 // a quiet one sees its lines that delay late at most. Close writes what is
 // held; what a crash interrupts (at most the last delay's lines) is lost.
