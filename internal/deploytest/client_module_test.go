@@ -12,12 +12,11 @@ import (
 // Go client from another module ("From Go"): in a module outside the
 // repository, the commands of the README's blocks (a replace directive to
 // a clone, here this working tree, or a workspace) make a program that
-// uses the client build. The commands run as a user's would, with the
-// environment's module proxy: what the module cache lacks is fetched.
-// A workspace reads the go.mod of every module in the repository's
-// graph, more than `go test ./...` itself downloads, so on a fresh machine
-// (or a cache filled only by the repository's own build) that is fetched
-// here. The repository's go.sum gives the hashes.
+// uses the client build. The commands run as a user's would, through the
+// environment's module proxy: a workspace reads the go.mod of every module
+// in the repository's graph, more than `go test ./...` downloads, so on a
+// fresh machine those are fetched here; a warm cache fetches nothing. The
+// repository's go.sum gives the hashes.
 func TestClientFromAnotherModule(t *testing.T) {
 	goBin, err := exec.LookPath("go")
 	if err != nil {
