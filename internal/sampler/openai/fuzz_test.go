@@ -48,6 +48,9 @@ func FuzzChatResponse(f *testing.F) {
 	f.Add([]byte(`{"choices":[{"message":{"content":[{"type":"text","text":"a"},{"type":"image"}],"tool_calls":[{"function":{"name":"f","arguments":"[1]"}}]},"finish_reason":"stop"}]}`))
 	f.Add([]byte(`{"error":{"message":["a","b"],"type":"t","param":"p","code":42}}`))
 	f.Add([]byte(`{"error":"` + fuzzKey + ` is not valid"}`))
+	// Not JSON, with a byte that is not UTF-8 inside the key: the
+	// message drops such bytes, so the key is removed after that.
+	f.Add([]byte("<p>" + fuzzKey[:8] + "\xff" + fuzzKey[8:] + "</p>"))
 	p := New(Options{APIKey: fuzzKey, BaseURL: "http://127.0.0.1:0"})
 	f.Fuzz(func(t *testing.T, in []byte) {
 		limit := 6*len(in) + 256

@@ -179,7 +179,7 @@ func (p *Provider) statusError(resp *http.Response) error {
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBytes))
 	var er errorReply
 	if json.Unmarshal(body, &er) != nil || er.Error == nil {
-		ue.Message = p.bodyMessage(resp.StatusCode, []byte(p.redact.String(string(body))))
+		ue.Message = p.bodyMessage(resp.StatusCode, body)
 		return ue
 	}
 	ae := p.apiError(er.Error)
@@ -246,7 +246,10 @@ func (p *Provider) bodyMessage(status int, body []byte) string {
 	if msg == "" {
 		msg = fmt.Sprintf("status %d", status)
 	}
-	b := strings.Join(strings.Fields(string(bytes.ToValidUTF8(body, nil))), " ")
+	// The key is removed from the text as shown, after the bytes that are
+	// not UTF-8 are dropped (one inside the key would hide it) and before
+	// the cut (which could leave a part of it).
+	b := p.redact.String(strings.Join(strings.Fields(string(bytes.ToValidUTF8(body, nil))), " "))
 	const limit = 200
 	if len(b) > limit {
 		b = strings.ToValidUTF8(b[:limit], "") + "…"
