@@ -43,12 +43,12 @@ func TestSoakProblems(t *testing.T) {
 		}
 		return s
 	}
-	// short is the samples after a 1-minute warm-up, 6 s apart, with these
-	// goroutines' floors.
+	// short is samples 6 s apart after the warm-up, with these goroutines'
+	// floors, as a 3-minute soak takes them.
 	short := func(goroutines ...int) []soakSample {
-		s := flat(0)
+		var s []soakSample
 		for i, g := range goroutines {
-			s = append(s, soakSample{at: 66*time.Second + time.Duration(i)*6*time.Second, rss: 40e6, goroutines: g, fds: 20,
+			s = append(s, soakSample{at: 5*time.Minute + time.Duration(i+1)*6*time.Second, rss: 40e6, goroutines: g, fds: 20,
 				p50: 21 * time.Millisecond, p99: time.Second})
 		}
 		return s
@@ -95,11 +95,7 @@ func TestSoakProblems(t *testing.T) {
 		{"too short", soakReport{samples: flat(5)}, []string{"too few samples"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			warm := 5 * time.Minute
-			if tc.rep.samples[len(tc.rep.samples)-1].at < warm {
-				warm = time.Minute
-			}
-			got := tc.rep.problems(warm)
+			got := tc.rep.problems(5 * time.Minute)
 			if len(got) != len(tc.want) {
 				t.Fatalf("problems %q, want %d matching %q", got, len(tc.want), tc.want)
 			}
